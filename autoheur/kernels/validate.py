@@ -1,0 +1,211 @@
+"""Input validation for the grouped GEMM: every check runs before any launch, and each error names its argument.
+
+The rules are torch._grouped_mm's: 2D/3D operands whose layout picks the ragged dimension, int32 offsets of
+cumulative group ends, row- or column-major operands whose leading stride is a multiple of 16 bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+
+from autoheur.device import H100_SXM, DeviceSpec
+from autoheur.kernels.config import KernelConfig, Ragged, Signature, infeasible_reason
+
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+ALIGN_BYTES = 16  # torch._grouped_mm's stride rule, and what TMA descriptors need
+_RAGGED_BY_NDIM = {(2, 3): Ragged.M, (3, 2): Ragged.N, (2, 2): Ragged.K, (3, 3): Ragged.NONE}
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels on the CPU (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+@cache
+def _device_spec(index: int) -> DeviceSpec:
+    return DeviceSpec.from_torch(index)
+
+
+@dataclass(frozen=True)
+class GemmCall:
+    """A validated call: the operands plus everything the launcher and the config space need."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    offs: torch.Tensor | None
+    ragged: Ragged
+    groups: int
+    m: int  # fixed extents; the ragged one is 0 here and `ragged_total` holds its total
+    n: int
+    k: int
+    ragged_total: int
+    a_strides: tuple[int, int, int]  # (group, m, k); group stride 0 for a 2D operand
+    b_strides: tuple[int, int, int]  # (group, k, n)
+    c_strides: tuple[int, int, int]  # (group, m, n)
+    out_shape: tuple[int, ...]
+    out_dtype: torch.dtype
+    a_k_contig: bool
+    b_n_contig: bool
+    tma_aligned: bool
+    device: DeviceSpec
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.a.element_size()
+
+    @property
+    def signature(self) -> Signature:
+        return Signature(self.ragged, self.elem_bytes, self.tma_aligned)
+
+
+def _major(t: torch.Tensor, name: str) -> bool:
+    """True if the last dim of `t` is contiguous (row-major), False if the one before is; else a ValueError."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    s_row, s_col = t.stride(-2), t.stride(-1)
+    esize = t.element_size()
+    quantum = ALIGN_BYTES // esize
+    if s_col == 1 or cols == 1:
+        lead, row_major = s_row, True
+    elif s_row == 1 or rows == 1:
+        lead, row_major = s_col, False
+    else:
+        raise ValueError(f"{name} has strides {tuple(t.stride())}: its last two dims must be row- or column-major")
+    if (lead * esize) % ALIGN_BYTES and min(rows, cols) > 1:
+        raise ValueError(
+            f"{name} has strides {tuple(t.stride())}: the leading stride must be a multiple of {ALIGN_BYTES} bytes "
+            f"({quantum} {str(t.dtype).removeprefix('torch.')} elements); pad the inner dimension or call .contiguous()"
+        )
+    if t.data_ptr() % ALIGN_BYTES:
+        raise ValueError(f"{name}'s data pointer is not {ALIGN_BYTES}-byte aligned")
+    if t.ndim == 3 and t.shape[0] > 1 and (t.stride(0) * esize) % ALIGN_BYTES:
+        raise ValueError(f"{name} has group stride {t.stride(0)}: it must be a multiple of {ALIGN_BYTES} bytes")
+    return row_major
+
+
+def _check_tensor(x, name: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def _check_offsets_values(offs: torch.Tensor, total: int, what: str) -> None:
+    o = offs.cpu().tolist()
+    if o and o[0] < 0:
+        raise ValueError(f"offs[0]={o[0]} is negative: offsets are cumulative group ends")
+    for i in range(1, len(o)):
+        if o[i] < o[i - 1]:
+            raise ValueError(f"offs must be non-decreasing: offs[{i}]={o[i]} < offs[{i - 1}]={o[i - 1]}")
+    if o and o[-1] > total:
+        raise ValueError(f"offs[-1]={o[-1]} is beyond the ragged dimension ({what}={total})")
+
+
+def validate(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    offs: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+    *,
+    check_offsets: bool = True,
+) -> GemmCall:
+    a = _check_tensor(a, "a")
+    b = _check_tensor(b, "b")
+    if a.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"a has dtype {a.dtype}; supported: bfloat16, float16, float32")
+    if b.dtype != a.dtype:
+        raise TypeError(f"b has dtype {b.dtype} but a has {a.dtype}: both operands must share one dtype")
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    if out_dtype not in (a.dtype, torch.float32):
+        raise TypeError(f"out_dtype={out_dtype} is not supported for {a.dtype} inputs (use {a.dtype} or float32)")
+    if b.device != a.device:
+        raise ValueError(f"a is on {a.device} but b is on {b.device}: all tensors must be on one device")
+    if not interpreting() and a.device.type != "cuda":
+        raise ValueError(
+            f"a is on {a.device}: the Triton kernel runs on a CUDA GPU (TRITON_INTERPRET=1 runs it on the CPU)"
+        )
+    ragged = _RAGGED_BY_NDIM.get((a.ndim, b.ndim))
+    if ragged is None:
+        raise ValueError(f"a.ndim={a.ndim}, b.ndim={b.ndim}: each operand must be 2D or 3D")
+
+    if ragged == Ragged.NONE:
+        if offs is not None:
+            raise ValueError("offs must be None when a and b are both 3D (batched)")
+    else:
+        if offs is None:
+            raise ValueError(f"offs is required when an operand is 2D (a is {a.ndim}D, b is {b.ndim}D)")
+        offs = _check_tensor(offs, "offs")
+        if offs.dtype != torch.int32:
+            raise TypeError(f"offs has dtype {offs.dtype}; it must be torch.int32")
+        if offs.ndim != 1:
+            raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
+        if offs.device != a.device:
+            raise ValueError(f"offs is on {offs.device} but a is on {a.device}: all tensors must be on one device")
+
+    # Shapes: (groups, m, n, k, ragged total, out shape) per layout.
+    if ragged == Ragged.M:  # a [M_total, K] x b [G, K, N]
+        if a.shape[1] != b.shape[1]:
+            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[1] != b.shape[1])")
+        groups, m, n, k, total = b.shape[0], 0, b.shape[2], a.shape[1], a.shape[0]
+        out_shape, what = (a.shape[0], b.shape[2]), "a.shape[0]"
+    elif ragged == Ragged.N:  # a [G, M, K] x b [K, N_total]
+        if a.shape[2] != b.shape[0]:
+            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[2] != b.shape[0])")
+        groups, m, n, k, total = a.shape[0], a.shape[1], 0, a.shape[2], b.shape[1]
+        out_shape, what = (a.shape[1], b.shape[1]), "b.shape[1]"
+    elif ragged == Ragged.K:  # a [M, K_total] x b [K_total, N]
+        if a.shape[1] != b.shape[0]:
+            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[1] != b.shape[0])")
+        groups, m, n, k, total = offs.shape[0], a.shape[0], b.shape[1], 0, a.shape[1]
+        out_shape, what = (offs.shape[0], a.shape[0], b.shape[1]), "a.shape[1]"
+    else:  # a [G, M, K] x b [G, K, N]
+        if a.shape[0] != b.shape[0]:
+            raise ValueError(f"mismatched groups: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+        if a.shape[2] != b.shape[1]:
+            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[2] != b.shape[1])")
+        groups, m, n, k, total = a.shape[0], a.shape[1], b.shape[2], a.shape[2], 0
+        out_shape, what = (a.shape[0], a.shape[1], b.shape[2]), ""
+    if offs is not None and offs.shape[0] != groups:
+        raise ValueError(f"offs has {offs.shape[0]} entries but there are {groups} groups")
+    if groups == 0:
+        raise ValueError("there are no groups: G must be >= 1")
+
+    a_row_major = _major(a, "a")
+    b_row_major = _major(b, "b")
+    if offs is not None and check_offsets and not _capturing(a):
+        _check_offsets_values(offs, total, what)
+
+    a_strides = (a.stride(0) if a.ndim == 3 else 0, a.stride(-2), a.stride(-1))
+    b_strides = (b.stride(0) if b.ndim == 3 else 0, b.stride(-2), b.stride(-1))
+    if len(out_shape) == 3:
+        c_strides = (out_shape[1] * out_shape[2], out_shape[2], 1)
+    else:
+        c_strides = (0, out_shape[1], 1)
+    # TMA descriptors start at each group's base: the ragged dimension must not be an operand's contiguous one.
+    tma_aligned = {
+        Ragged.M: a_row_major,
+        Ragged.N: not b_row_major,
+        Ragged.K: (not a_row_major) and b_row_major,
+        Ragged.NONE: True,
+    }[ragged]
+    device = _device_spec(a.device.index or 0) if a.is_cuda else H100_SXM
+    return GemmCall(
+        a=a, b=b, offs=offs, ragged=ragged, groups=groups, m=m, n=n, k=k, ragged_total=total,
+        a_strides=a_strides, b_strides=b_strides, c_strides=c_strides,
+        out_shape=tuple(out_shape), out_dtype=out_dtype,
+        a_k_contig=a_row_major, b_n_contig=b_row_major, tma_aligned=tma_aligned, device=device,
+    )  # fmt: skip
+
+
+def _capturing(t: torch.Tensor) -> bool:
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def check_config(config: KernelConfig, call: GemmCall) -> None:
+    if not isinstance(config, KernelConfig):
+        raise TypeError(f"config must be a KernelConfig, got {type(config).__name__}")
+    reason = infeasible_reason(config, call.signature, call.device)
+    if reason is not None:
+        raise ValueError(f"config {config.config_id} cannot run this call: {reason}")
