@@ -1,0 +1,112 @@
+"""Parallel precompilation of many configs for one problem signature, with a correctness check of each.
+
+Each worker process launches every config of its share on a tiny problem that specializes exactly like the real one
+(`Problem.shrunk`: every int keeps its residue mod 16, so Triton picks the same binary), checks the poisoned output
+against the fp32 reference, and leaves the binary in Triton's on-disk cache, where the timing process finds it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+from autoheur.kernels.config import KernelConfig
+from autoheur.problem import Problem
+
+# Relative-error bounds against the fp32 reference, per input dtype (bf16/fp16 outputs round at 2^-8 / 2^-11).
+TOLERANCE = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 1e-3}
+
+
+@dataclass(frozen=True, slots=True)
+class CompileResult:
+    config_id: str
+    status: str  # "ok", "invalid", "compile_error", "out_of_resources", "wrong", "crashed"
+    seconds: float
+    rel_err: float
+    message: str = ""
+
+
+def classify_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if "OutOfResources" in text or "out of resource" in text.lower():
+        return "out_of_resources"
+    return "compile_error"
+
+
+def check_config(problem: Problem, cfg: KernelConfig, seed: int = 0) -> CompileResult:
+    """Compile (first launch) and run `cfg` on `problem`, output poisoned with NaN; compare with the reference."""
+    import torch
+
+    from autoheur.kernels.grouped_gemm import launch
+    from autoheur.kernels.reference import reference_grouped_mm, relative_error
+    from autoheur.kernels.validate import check_config as check_feasible
+    from autoheur.kernels.validate import interpreting, validate
+
+    device = "cpu" if interpreting() else "cuda"
+    a, b, offs = problem.make_inputs(device, seed=seed)
+    t0 = time.perf_counter()
+    try:
+        call = validate(a, b, offs)
+        check_feasible(cfg, call)
+    except (ValueError, TypeError) as exc:  # refused before launch: the config or layout does not apply
+        return CompileResult(cfg.config_id, "invalid", 0.0, float("nan"), str(exc)[:500])
+    try:
+        out = torch.full(call.out_shape, float("nan"), dtype=call.out_dtype, device=device)
+        launch(call, cfg, out)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:  # recorded, never raised: one bad config must not stop a sweep
+        return CompileResult(cfg.config_id, classify_error(exc), time.perf_counter() - t0, float("nan"), str(exc)[:500])
+    seconds = time.perf_counter() - t0
+    ref = reference_grouped_mm(a, b, offs, call.out_dtype)
+    err = relative_error(out, ref)
+    status = "ok" if err <= TOLERANCE[problem.dtype] else "wrong"
+    return CompileResult(cfg.config_id, status, seconds, err)
+
+
+def _worker_init(cache_dir: str | None) -> None:
+    if cache_dir:
+        os.environ["TRITON_CACHE_DIR"] = cache_dir
+
+
+def _run_chunk(jobs: list[tuple[Problem, str]]) -> list[tuple[int, CompileResult]]:
+    return [(i, check_config(p, KernelConfig.from_id(c))) for i, (p, c) in jobs]
+
+
+def check_many(
+    jobs: list[tuple[Problem, KernelConfig]], workers: int | None = None, chunk: int = 4, progress=None
+) -> list[CompileResult]:
+    """Compile, run and check every (problem, config) job on `workers` spawned processes (default: all cores)."""
+    workers = workers or os.cpu_count() or 1
+    indexed = [(i, (p, c.config_id)) for i, (p, c) in enumerate(jobs)]
+    chunks = [indexed[i : i + chunk] for i in range(0, len(indexed), chunk)]
+    results: dict[int, CompileResult] = {}
+    ctx = mp.get_context("spawn")
+    for attempt in range(2):  # a worker that dies (a CUDA fault) breaks the pool: retry the rest once
+        pending = [c for c in chunks if c[0][0] not in results]
+        if not pending:
+            break
+        try:
+            init_args = (os.environ.get("TRITON_CACHE_DIR"),)
+            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=init_args) as pool:
+                for fut in as_completed([pool.submit(_run_chunk, c) for c in pending]):
+                    results.update(fut.result())
+                    if progress:
+                        progress(len(results), len(jobs))
+        except BrokenProcessPool:
+            if attempt == 1:
+                break
+    return [
+        results.get(i, CompileResult(c.config_id, "crashed", 0.0, float("nan"), "worker process died"))
+        for i, (_, c) in enumerate(jobs)
+    ]
+
+
+def precompile(problem: Problem, configs: list[KernelConfig], workers: int | None = None, progress=None):
+    """Compile and check `configs` for `problem`'s signature, on a tiny problem that shares its binaries."""
+    tiny = problem.shrunk()
+    return check_many([(tiny, c) for c in configs], workers=workers, progress=progress)

@@ -1,0 +1,140 @@
+"""A grouped-GEMM problem: the value every stage (collect, features, models, inference) talks about.
+
+`sizes` are the ragged extents per group (rows for 2d3d, columns for 3d2d, the reduction for 2d2d; empty for the
+batched 3d3d layout). `m`, `n`, `k` are the fixed extents; the ragged one is sum(sizes) and stored as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from autoheur.kernels.config import Ragged
+
+LAYOUTS = {"2d3d": Ragged.M, "3d2d": Ragged.N, "2d2d": Ragged.K, "3d3d": Ragged.NONE}
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    layout: str
+    groups: int
+    sizes: tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    dtype: str = "bfloat16"
+    b_major: str = "k"  # "k": B stored [G, N, K] (or [N, K]) and used transposed, as MoE weights are; "n": [.., K, N]
+    a_major: str = "k"  # "k": A row-major [.., M, K]; "m": column-major (the weight gradient's x.t())
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout={self.layout!r}; expected one of {sorted(LAYOUTS)}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype={self.dtype!r}; expected one of {sorted(DTYPES)}")
+        if self.b_major not in ("k", "n") or self.a_major not in ("k", "m"):
+            raise ValueError(f"a_major={self.a_major!r} must be 'k' or 'm'; b_major={self.b_major!r}, 'k' or 'n'")
+        if self.groups < 1:
+            raise ValueError(f"groups={self.groups} must be >= 1")
+        ragged = LAYOUTS[self.layout]
+        if ragged != Ragged.NONE and len(self.sizes) != self.groups:
+            raise ValueError(f"{len(self.sizes)} sizes for {self.groups} groups")
+        if any(s < 0 for s in self.sizes):
+            raise ValueError("group sizes must be >= 0")
+        unused = {Ragged.M: "m", Ragged.N: "n", Ragged.K: "k"}.get(ragged)
+        for dim in "mnk":
+            if dim != unused and getattr(self, dim) < 1:
+                raise ValueError(f"{dim}={getattr(self, dim)} must be >= 1 for layout {self.layout}")
+
+    @property
+    def ragged(self) -> Ragged:
+        return LAYOUTS[self.layout]
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    @property
+    def total(self) -> int:
+        """Sum of the ragged extents (0 for the batched layout)."""
+        return sum(self.sizes)
+
+    def dims(self) -> tuple[int, int, int]:
+        """(M, N, K) of the whole call, the ragged one being its total."""
+        r = self.ragged
+        return (
+            self.total if r == Ragged.M else self.m,
+            self.total if r == Ragged.N else self.n,
+            self.total if r == Ragged.K else self.k,
+        )
+
+    def per_group(self) -> list[tuple[int, int, int]]:
+        """(M_g, N_g, K_g) of every group."""
+        r = self.ragged
+        if r == Ragged.NONE:
+            return [(self.m, self.n, self.k)] * self.groups
+        return [
+            (s if r == Ragged.M else self.m, s if r == Ragged.N else self.n, s if r == Ragged.K else self.k)
+            for s in self.sizes
+        ]
+
+    def flops(self) -> float:
+        return float(sum(2 * m * n * k for m, n, k in self.per_group()))
+
+    def min_bytes(self, out_bytes: int | None = None) -> float:
+        """Each input read once, the output written once."""
+        e = torch.tensor([], dtype=self.torch_dtype).element_size()
+        o = e if out_bytes is None else out_bytes
+        a = sum(m * k for m, _, k in self.per_group()) if self.ragged != Ragged.N else self.groups * self.m * self.k
+        b = sum(k * n for _, n, k in self.per_group()) if self.ragged != Ragged.M else self.groups * self.k * self.n
+        c = sum(m * n for m, n, _ in self.per_group())
+        return float(e * (a + b) + o * c)
+
+    def mean_size(self) -> float:
+        return self.total / self.groups if self.sizes else float(self.m)
+
+    def shrunk(self) -> Problem:
+        """A tiny problem that compiles to the same Triton binary: every int keeps its residue mod 16."""
+
+        def small(v: int) -> int:
+            return v if v <= 1 else 64 + v % 16  # Triton specializes ints == 1 and ints divisible by 16
+
+        sizes = (37, 0, 200, 91)[: min(self.groups, 4)] if self.sizes else ()
+        groups = len(sizes) if sizes else min(self.groups, 4)
+        return replace(self, groups=groups, sizes=sizes, m=small(self.m), n=small(self.n), k=small(self.k))
+
+    def make_inputs(self, device: str | torch.device = "cuda", seed: int = 0):
+        """Random operands (never zeros: zeros hide unwritten outputs) and int32 offsets."""
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        dt = self.torch_dtype
+        r = self.ragged
+        g = self.groups
+        M, N, K = self.dims()
+        a_shape = (M, K) if r in (Ragged.M, Ragged.K) else (g, self.m, K)
+        b_shape = (K, N) if r in (Ragged.N, Ragged.K) else (g, K, self.n)
+
+        def rand(shape, col_major):
+            if col_major:
+                shape = (*shape[:-2], shape[-1], shape[-2])
+            t = torch.randn(shape, generator=gen, dtype=torch.float32).to(dt).to(device)
+            return t.transpose(-1, -2) if col_major else t
+
+        a = rand(a_shape, self.a_major == "m")
+        b = rand(b_shape, self.b_major == "k")
+        offs = None
+        if r != Ragged.NONE:
+            offs = torch.tensor(self.sizes, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
+        return a, b, offs
+
+
+def split_rows(total: int, groups: int, gen: torch.Generator, low: float = 0.5, high: float = 1.5) -> tuple[int, ...]:
+    """`total` rows over `groups` groups with sizes proportional to U(low, high), summing exactly to `total`."""
+    w = torch.empty(groups).uniform_(low, high, generator=gen)
+    raw = w / w.sum() * total
+    sizes = raw.floor().long()
+    rest = total - int(sizes.sum())
+    order = torch.argsort(raw - sizes, descending=True)[:rest]
+    sizes[order] += 1
+    return tuple(int(s) for s in sizes)

@@ -1,0 +1,52 @@
+"""Shared test setup: the Triton CPU interpreter when there is no GPU, the `gpu` marker, small helpers.
+
+TRITON_INTERPRET must be in the environment before `triton` is imported (autoheur.kernels imports it), so it is set
+here at import time, after a torch-only check for a GPU. pytest imports this file before any test module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import pytest
+import torch
+
+HAS_GPU = torch.cuda.is_available()
+
+if not HAS_GPU:
+    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("triton was imported before tests/conftest.py could set TRITON_INTERPRET=1")
+    os.environ["TRITON_INTERPRET"] = "1"
+
+# Kernel tests run on the GPU when there is one, else through the interpreter on CPU tensors.
+DEVICE = "cuda" if HAS_GPU else "cpu"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if HAS_GPU:
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+def make_offsets(sizes: Sequence[int], device: str | torch.device = DEVICE) -> torch.Tensor:
+    """Group sizes -> int32 cumulative group ends (the offsets torch._grouped_mm takes)."""
+    ends, total = [], 0
+    for s in sizes:
+        total += s
+        ends.append(total)
+    return torch.tensor(ends, dtype=torch.int32, device=device)
+
+
+@pytest.fixture
+def device() -> str:
+    return DEVICE
+
+
+@pytest.fixture(name="make_offsets")
+def make_offsets_fixture():
+    return make_offsets
