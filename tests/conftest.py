@@ -24,6 +24,10 @@ if not HAS_GPU:
 DEVICE = "cuda" if HAS_GPU else "cpu"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if HAS_GPU:
         return

@@ -1,0 +1,453 @@
+"""Every bad input to grouped_mm raises the documented error, naming the argument, before any launch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import autoheur.kernels.grouped_gemm as gg
+from autoheur.kernels import KernelConfig, Ragged, grouped_mm, validate
+
+F16 = torch.float16
+OK_CONFIG = KernelConfig(32, 32, 32, 2, 2)
+TMA_CONFIG = KernelConfig(32, 32, 32, 3, 2, load="tma")
+SIZES = (5, 0, 19, 8)
+
+
+def offsets(values, device="cpu", dtype=torch.int32) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype, device=device)
+
+
+def ends(sizes=SIZES) -> list[int]:
+    out, total = [], 0
+    for s in sizes:
+        total += s
+        out.append(total)
+    return out
+
+
+def operands(ragged: Ragged, device="cpu", dtype=F16) -> dict:
+    """A valid call for each layout: ragged M/N/K totals 32, G=4, M=24, N=24, K=40."""
+    g, total = len(SIZES), sum(SIZES)
+    a_shape, b_shape = {
+        Ragged.M: ((total, 40), (g, 40, 24)),
+        Ragged.N: ((g, 24, 40), (40, total)),
+        Ragged.K: ((24, total), (total, 24)),
+        Ragged.NONE: ((g, 24, 40), (g, 40, 24)),
+    }[ragged]
+    a = torch.randn(a_shape, device=device).to(dtype)
+    b = torch.randn(b_shape, device=device).to(dtype)
+    offs = None if ragged == Ragged.NONE else offsets(ends(), device)
+    return dict(a=a, b=b, offs=offs)
+
+
+def call(a, b, offs=None, out_dtype=None, config=OK_CONFIG, **kw):
+    return grouped_mm(a, b, offs, out_dtype, config=config, **kw)
+
+
+@pytest.fixture(autouse=True)
+def no_launch(monkeypatch):
+    """Any launch in this module is a failure: every error must come out of validation."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the kernel was launched")
+
+    class NoKernel:
+        def __getitem__(self, grid):
+            return boom
+
+        def run(self, *args, **kwargs):
+            boom()
+
+    monkeypatch.setattr(gg, "launch", boom)
+    monkeypatch.setattr(gg, "grouped_gemm_kernel", NoKernel())
+
+
+def test_valid_calls_reach_the_launch(device):
+    """Control: with valid inputs the (patched) launch is reached, so the cases below really fail in validation."""
+    for ragged in Ragged:
+        with pytest.raises(AssertionError, match="launched"):
+            call(**operands(ragged, device))
+
+
+def _with(ragged, device, **changes):
+    kw = operands(ragged, device)
+    kw.update(changes)
+    return kw
+
+
+def _b(shape, device):
+    return torch.randn(shape, device=device).to(F16)
+
+
+def case(case_id: str, build, exc: type[Exception], match: str):
+    """build(device) -> grouped_mm kwargs; `match` is a regex the error message must match."""
+    return pytest.param(build, exc, match, id=case_id)
+
+
+CASES = [
+    # Types
+    case("a-list", lambda d: _with(Ragged.M, d, a=[[1.0] * 40] * 32), TypeError, r"^a must be a torch\.Tensor"),
+    case("b-str", lambda d: _with(Ragged.M, d, b="b"), TypeError, r"^b must be a torch\.Tensor"),
+    case("offs-list", lambda d: _with(Ragged.M, d, offs=ends()), TypeError, r"^offs must be a torch\.Tensor"),
+    case(
+        "config-str",
+        lambda d: _with(Ragged.M, d, config=OK_CONFIG.config_id),
+        TypeError,
+        r"config must be a KernelConfig",
+    ),
+    case(
+        "config-dict",
+        lambda d: _with(Ragged.M, d, config=OK_CONFIG.to_dict()),
+        TypeError,
+        r"config must be a KernelConfig",
+    ),
+    # Dtypes
+    case("float64", lambda d: operands(Ragged.M, d, torch.float64), TypeError, r"^a has dtype torch\.float64"),
+    case("int8", lambda d: operands(Ragged.M, d, torch.int8), TypeError, r"^a has dtype torch\.int8"),
+    case(
+        "b-float32",
+        lambda d: _with(Ragged.M, d, b=torch.randn(4, 40, 24, device=d)),
+        TypeError,
+        r"^b has dtype torch\.float32 but a has torch\.float16",
+    ),
+    case(
+        "b-float64",
+        lambda d: _with(Ragged.NONE, d, b=torch.randn(4, 40, 24, device=d, dtype=torch.float64)),
+        TypeError,
+        r"^b has dtype torch\.float64",
+    ),
+    case("out-bf16-for-fp16", lambda d: _with(Ragged.M, d, out_dtype=torch.bfloat16), TypeError, r"^out_dtype="),
+    case(
+        "out-fp16-for-fp32",
+        lambda d: operands(Ragged.M, d, torch.float32) | dict(out_dtype=F16),
+        TypeError,
+        r"^out_dtype=",
+    ),
+    case("out-float64", lambda d: _with(Ragged.K, d, out_dtype=torch.float64), TypeError, r"^out_dtype="),
+    case("out-str", lambda d: _with(Ragged.K, d, out_dtype="float32"), TypeError, r"^out_dtype="),
+    # Shapes
+    case(
+        "k-2Dx3D",
+        lambda d: _with(Ragged.M, d, b=_b((4, 48, 24), d)),
+        ValueError,
+        r"^mismatched K: a is \(32, 40\), b is \(4, 48, 24\)",
+    ),
+    case(
+        "k-3Dx2D",
+        lambda d: _with(Ragged.N, d, b=_b((48, 32), d)),
+        ValueError,
+        r"^mismatched K: a is \(4, 24, 40\), b is \(48, 32\)",
+    ),
+    case(
+        "k-2Dx2D",
+        lambda d: _with(Ragged.K, d, b=_b((40, 24), d)),
+        ValueError,
+        r"^mismatched K: a is \(24, 32\), b is \(40, 24\)",
+    ),
+    case(
+        "k-3Dx3D",
+        lambda d: _with(Ragged.NONE, d, b=_b((4, 48, 24), d)),
+        ValueError,
+        r"^mismatched K: a is \(4, 24, 40\), b is \(4, 48, 24\)",
+    ),
+    case("groups-3Dx3D", lambda d: _with(Ragged.NONE, d, b=_b((3, 40, 24), d)), ValueError, r"^mismatched groups"),
+    case("a-1D", lambda d: _with(Ragged.M, d, a=torch.randn(40, device=d).half()), ValueError, r"a\.ndim=1"),
+    case("b-1D", lambda d: _with(Ragged.M, d, b=torch.randn(40, device=d).half()), ValueError, r"b\.ndim=1"),
+    case(
+        "a-4D", lambda d: _with(Ragged.NONE, d, a=torch.randn(1, 4, 24, 40, device=d).half()), ValueError, r"a\.ndim=4"
+    ),
+    case(
+        "b-4D", lambda d: _with(Ragged.NONE, d, b=torch.randn(1, 4, 40, 24, device=d).half()), ValueError, r"b\.ndim=4"
+    ),
+    # Offsets
+    case("offs-missing-2Dx3D", lambda d: _with(Ragged.M, d, offs=None), ValueError, r"^offs is required"),
+    case("offs-missing-3Dx2D", lambda d: _with(Ragged.N, d, offs=None), ValueError, r"^offs is required"),
+    case("offs-missing-2Dx2D", lambda d: _with(Ragged.K, d, offs=None), ValueError, r"^offs is required"),
+    case(
+        "offs-given-3Dx3D", lambda d: _with(Ragged.NONE, d, offs=offsets(ends(), d)), ValueError, r"^offs must be None"
+    ),
+    case(
+        "offs-int64",
+        lambda d: _with(Ragged.M, d, offs=offsets(ends(), d, torch.int64)),
+        TypeError,
+        r"^offs has dtype torch\.int64",
+    ),
+    case(
+        "offs-float",
+        lambda d: _with(Ragged.N, d, offs=offsets(ends(), d, torch.float32)),
+        TypeError,
+        r"^offs has dtype torch\.float32",
+    ),
+    case("offs-2D", lambda d: _with(Ragged.M, d, offs=offsets([ends()], d)), ValueError, r"^offs must be 1D"),
+    case(
+        "offs-short-2Dx3D",
+        lambda d: _with(Ragged.M, d, offs=offsets([5, 24, 32], d)),
+        ValueError,
+        r"^offs has 3 entries but there are 4 groups",
+    ),
+    case(
+        "offs-long-3Dx2D",
+        lambda d: _with(Ragged.N, d, offs=offsets([5, 5, 24, 30, 32], d)),
+        ValueError,
+        r"^offs has 5 entries but there are 4 groups",
+    ),
+    case("offs-empty-2Dx2D", lambda d: _with(Ragged.K, d, offs=offsets([], d)), ValueError, r"no groups"),
+    case(
+        "offs-decreasing",
+        lambda d: _with(Ragged.M, d, offs=offsets([5, 24, 20, 32], d)),
+        ValueError,
+        r"^offs must be non-decreasing: offs\[2\]=20 < offs\[1\]=24",
+    ),
+    case(
+        "offs-decreasing-2Dx2D",
+        lambda d: _with(Ragged.K, d, offs=offsets([5, 4, 24, 32], d)),
+        ValueError,
+        r"non-decreasing",
+    ),
+    case(
+        "offs-negative",
+        lambda d: _with(Ragged.M, d, offs=offsets([-1, 5, 24, 32], d)),
+        ValueError,
+        r"^offs\[0\]=-1 is negative",
+    ),
+    case(
+        "offs-beyond-2Dx3D",
+        lambda d: _with(Ragged.M, d, offs=offsets([5, 5, 24, 33], d)),
+        ValueError,
+        r"^offs\[-1\]=33 is beyond the ragged dimension \(a\.shape\[0\]=32\)",
+    ),
+    case(
+        "offs-beyond-3Dx2D",
+        lambda d: _with(Ragged.N, d, offs=offsets([5, 5, 24, 40], d)),
+        ValueError,
+        r"^offs\[-1\]=40 is beyond the ragged dimension \(b\.shape\[1\]=32\)",
+    ),
+    case(
+        "offs-beyond-2Dx2D",
+        lambda d: _with(Ragged.K, d, offs=offsets([5, 5, 24, 64], d)),
+        ValueError,
+        r"^offs\[-1\]=64 is beyond the ragged dimension \(a\.shape\[1\]=32\)",
+    ),
+    # Devices ('meta' stands in for a second device)
+    case(
+        "b-meta",
+        lambda d: _with(Ragged.M, d, b=torch.empty(4, 40, 24, dtype=F16, device="meta")),
+        ValueError,
+        r"b is on meta",
+    ),
+    case(
+        "a-meta",
+        lambda d: _with(Ragged.M, d, a=torch.empty(32, 40, dtype=F16, device="meta")),
+        ValueError,
+        r"^a is on meta",
+    ),
+    case("offs-meta", lambda d: _with(Ragged.M, d, offs=offsets(ends(), "meta")), ValueError, r"^offs is on meta"),
+    # Strides and alignment
+    case(
+        "a-strided-cols",
+        lambda d: _with(Ragged.M, d, a=torch.randn(32, 80, device=d).half()[:, ::2]),
+        ValueError,
+        r"^a has strides \(80, 2\): its last two dims must be row- or column-major",
+    ),
+    case(
+        "b-strided-cols",
+        lambda d: _with(Ragged.M, d, b=torch.randn(4, 40, 48, device=d).half()[:, :, ::2]),
+        ValueError,
+        r"^b has strides \(1920, 48, 2\)",
+    ),
+    case(
+        "a-lead-24B",
+        lambda d: dict(
+            a=torch.randn(32, 12, device=d).half(), b=torch.randn(4, 12, 24, device=d).half(), offs=offsets(ends(), d)
+        ),
+        ValueError,
+        r"^a has strides \(12, 1\): the leading stride must be a multiple of 16 bytes \(8 float16 elements\)",
+    ),
+    case(
+        "a-lead-40B",
+        lambda d: dict(
+            a=torch.empty_strided((32, 16), (20, 1), dtype=F16, device=d),
+            b=torch.randn(4, 16, 24, device=d).half(),
+            offs=offsets(ends(), d),
+        ),
+        ValueError,
+        r"^a has strides \(20, 1\): the leading stride",
+    ),
+    case(
+        "a-colmajor-lead-24B",
+        lambda d: dict(
+            a=torch.randn(40, 12, device=d).half().t(),
+            b=torch.randn(4, 40, 24, device=d).half(),
+            offs=offsets([2, 2, 6, 12], d),
+        ),
+        ValueError,
+        r"^a has strides \(1, 12\): the leading stride",
+    ),
+    case(
+        "b-lead-56B",
+        lambda d: _with(Ragged.M, d, b=torch.empty_strided((4, 40, 24), (40 * 28, 28, 1), dtype=F16, device=d)),
+        ValueError,
+        r"^b has strides \(1120, 28, 1\): the leading stride",
+    ),
+    case(
+        "b-group-stride",
+        lambda d: _with(Ragged.M, d, b=torch.empty_strided((4, 40, 24), (40 * 24 + 4, 24, 1), dtype=F16, device=d)),
+        ValueError,
+        r"^b has group stride 964",
+    ),
+    case(
+        "a-ptr-col-slice",
+        lambda d: _with(Ragged.M, d, a=torch.randn(32, 48, device=d).half()[:, 1:41]),
+        ValueError,
+        r"^a's data pointer is not 16-byte aligned",
+    ),
+    case(
+        "a-ptr-flat-offset",
+        lambda d: _with(Ragged.M, d, a=torch.randn(32 * 40 + 1, device=d).half()[1:].view(32, 40)),
+        ValueError,
+        r"^a's data pointer is not 16-byte aligned",
+    ),
+    case(
+        "a-ptr-row-slice-k1",
+        lambda d: dict(
+            a=torch.randn(33, 1, device=d).half()[1:], b=torch.randn(4, 1, 24, device=d).half(), offs=offsets(ends(), d)
+        ),
+        ValueError,
+        r"^a's data pointer is not 16-byte aligned",
+    ),
+    case(
+        "b-ptr-offset",
+        lambda d: _with(Ragged.K, d, b=torch.randn(32 * 24 + 8, device=d).half()[4:-4].view(32, 24)),
+        ValueError,
+        r"^b's data pointer is not 16-byte aligned",
+    ),
+    # Configs that cannot run the call
+    case(
+        "tma-2Dx3D-a-colmajor",
+        lambda d: dict(
+            a=torch.randn(40, 32, device=d).half().t(),
+            b=torch.randn(4, 40, 24, device=d).half(),
+            offs=offsets(ends(), d),
+            config=TMA_CONFIG,
+        ),
+        ValueError,
+        r"^config m32n32k32s3w2g1-tma cannot run this call: TMA needs 16-byte aligned",
+    ),
+    case(
+        "tma-3Dx2D-b-rowmajor",
+        lambda d: _with(Ragged.N, d, config=TMA_CONFIG),
+        ValueError,
+        r"^config m32n32k32s3w2g1-tma cannot run this call",
+    ),
+    case(
+        "tma-2Dx2D-rowmajor",
+        lambda d: _with(Ragged.K, d, config=TMA_CONFIG),
+        ValueError,
+        r"^config m32n32k32s3w2g1-tma cannot run this call",
+    ),
+    case(
+        "regs",
+        lambda d: _with(Ragged.NONE, d, config=KernelConfig(256, 256, 32, 2, 8)),
+        ValueError,
+        r"^config m256n256k32s2w8g1-ptr cannot run this call: 256 accumulator registers",
+    ),
+    case(
+        "smem",
+        lambda d: _with(Ragged.NONE, d, config=KernelConfig(256, 128, 256, 5, 8)),
+        ValueError,
+        r"^config m256n128k256s5w8g1-ptr cannot run this call: needs \d+ B of shared memory",
+    ),
+    case(
+        "ws-few-warps",
+        lambda d: _with(Ragged.NONE, d, config=KernelConfig(64, 64, 32, 3, 2, load="tma", warp_specialize=True)),
+        ValueError,
+        r"^config m64n64k32s3w2g1-tma-ws cannot run this call: warp specialization",
+    ),
+]
+
+
+@pytest.mark.parametrize("build,exc,match", CASES)
+def test_bad_input_raises_before_launch(build, exc, match, device):
+    kwargs = build(device)
+    with pytest.raises(exc, match=match):
+        call(**kwargs)
+
+
+def test_values_checked_before_launch_with_offsets_check_disabled(device):
+    """check_offsets=False skips only the value checks: dtype and shape of offs are still enforced."""
+    kw = _with(Ragged.M, device, offs=offsets([5, 24, 20, 32], device))
+    validate(kw["a"], kw["b"], kw["offs"], check_offsets=False)  # no error: values are not read
+    with pytest.raises(TypeError, match=r"^offs has dtype"):
+        validate(kw["a"], kw["b"], kw["offs"].long(), check_offsets=False)
+
+
+def test_cpu_tensors_need_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match=r"^a is on cpu: .*CUDA"):
+        call(**operands(Ragged.M, "cpu"))
+
+
+@pytest.mark.parametrize(
+    "ragged,a_row_major,b_row_major,tma_aligned",
+    [
+        (Ragged.M, True, True, True),
+        (Ragged.M, True, False, True),
+        (Ragged.M, False, True, False),
+        (Ragged.M, False, False, False),
+        (Ragged.N, True, True, False),
+        (Ragged.N, False, True, False),
+        (Ragged.N, True, False, True),
+        (Ragged.N, False, False, True),
+        (Ragged.K, True, True, False),
+        (Ragged.K, True, False, False),
+        (Ragged.K, False, True, True),
+        (Ragged.K, False, False, False),
+        (Ragged.NONE, True, True, True),
+        (Ragged.NONE, False, False, True),
+    ],
+)
+def test_tma_aligned_by_layout(ragged, a_row_major, b_row_major, tma_aligned, device):
+    """TMA starts descriptors at group bases: legal only when the ragged dim is not an operand's contiguous one."""
+    kw = operands(ragged, device)
+    if not a_row_major:
+        kw["a"] = kw["a"].transpose(-1, -2).contiguous().transpose(-1, -2)
+    if not b_row_major:
+        kw["b"] = kw["b"].transpose(-1, -2).contiguous().transpose(-1, -2)
+    c = validate(kw["a"], kw["b"], kw["offs"])
+    assert (c.ragged, c.a_k_contig, c.b_n_contig, c.tma_aligned) == (ragged, a_row_major, b_row_major, tma_aligned)
+    assert c.signature.tma_aligned == tma_aligned
+
+
+@pytest.mark.parametrize(
+    "ragged,out_shape,groups,m,n,k,total",
+    [
+        (Ragged.M, (32, 24), 4, 0, 24, 40, 32),
+        (Ragged.N, (24, 32), 4, 24, 0, 40, 32),
+        (Ragged.K, (4, 24, 24), 4, 24, 24, 0, 32),
+        (Ragged.NONE, (4, 24, 24), 4, 24, 24, 40, 0),
+    ],
+)
+def test_validated_call_fields(ragged, out_shape, groups, m, n, k, total, device):
+    kw = operands(ragged, device)
+    c = validate(kw["a"], kw["b"], kw["offs"])
+    assert (c.out_shape, c.groups, c.m, c.n, c.k, c.ragged_total) == (out_shape, groups, m, n, k, total)
+    assert c.out_dtype == F16 and c.elem_bytes == 2
+    assert validate(kw["a"], kw["b"], kw["offs"], torch.float32).out_dtype == torch.float32
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Known bugs (strict xfail: these start passing, and so fail, once autoheur is fixed; then drop the marker)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: non-contiguous offs passes validation; the kernel reads offs_ptr + g")
+def test_noncontiguous_offs_is_refused_or_made_contiguous(device):
+    kw = operands(Ragged.M, device)
+    offs = offsets([5, 99, 5, 99, 24, 99, 32, 99], device)[::2]  # values 5, 5, 24, 32; memory 5, 99, 5, 99
+    try:
+        c = validate(kw["a"], kw["b"], offs)
+    except ValueError as e:
+        assert "offs" in str(e)
+        return
+    assert c.offs.is_contiguous(), "the kernel would read 5, 99, 5, 99 and write past the output"
