@@ -1,0 +1,3 @@
+from autoheur.cli import main
+
+raise SystemExit(main())
