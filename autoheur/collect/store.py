@@ -1,0 +1,362 @@
+"""An append-only, resumable dataset directory, one per device (`data/<device-slug>/`).
+
+Layout: `dataset.json` (the manifest: the metadata the dataset was started with) and one Parquet part per problem,
+`part-<problem_id>.parquet`, carrying the metadata of the run that wrote it. A part is written to a hidden temp file
+in the same directory, fsynced, then linked into place without clobbering, so a kill at any moment loses at most the
+problem in flight and can never leave a half-written part or a duplicate. The set of parts is the set of problems done.
+
+One writer per directory: several machines collect into separate directories and `merge` combines them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from autoheur.collect.schema import COLUMNS, SCHEMA, STATUSES, Metadata, problem_from_row, problem_id, validate_table
+from autoheur.collect.schema import with_metadata as _with_metadata
+from autoheur.problem import Problem
+
+MANIFEST = "dataset.json"
+PART_RE = re.compile(r"part-([0-9a-f]{16})\.parquet")
+TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
+NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
+
+
+class DatasetStore:
+    """One dataset directory. Use `DatasetStore.open` to write, `DatasetStore.load` to read."""
+
+    def __init__(self, root: Path, meta: Metadata):
+        self.root = Path(root)
+        self.meta = meta  # this run's metadata, written into each new part
+
+    # -- opening --------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: Path, meta: Metadata, new: bool = False) -> DatasetStore:
+        """Create `root`, or resume it when its metadata is compatible with `meta`.
+
+        new=True never deletes: an existing non-empty directory is renamed to `<root>.old-<UTC timestamp>` and a
+        fresh dataset is started in its place.
+        """
+        root = Path(root)
+        if new and _has_content(root):
+            aside = _aside_name(root)
+            root.rename(aside)
+        if root.exists() and (root / MANIFEST).exists():
+            stored = read_manifest(root)
+            diff = stored.mismatches(meta)
+            if diff:
+                raise ValueError(
+                    f"{root} holds a dataset whose timings are not comparable with this run ({'; '.join(diff)}); "
+                    f"{NEW_HINT}"
+                )
+        elif _has_content(root):
+            raise ValueError(f"{root} is not empty and has no {MANIFEST}: not an autoheur dataset; {NEW_HINT}")
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            _atomic_write_bytes(root / MANIFEST, json.dumps({"metadata": meta.to_dict()}, indent=2).encode())
+        store = cls(root, meta)
+        store._clean_stale_temps()
+        return store
+
+    @classmethod
+    def load(cls, root: Path) -> DatasetStore:
+        """Open an existing dataset read-only (its manifest's metadata); touches nothing on disk."""
+        return cls(Path(root), read_manifest(Path(root)))
+
+    def _clean_stale_temps(self) -> None:
+        """Remove temp files left by killed runs (their process is gone); a live writer's temp is kept."""
+        for path in self.root.iterdir():
+            m = TMP_RE.fullmatch(path.name)
+            if m and not _pid_alive(int(m.group(1))):
+                path.unlink(missing_ok=True)
+
+    # -- parts ----------------------------------------------------------------------------------------------------
+
+    def part_path(self, pid: str) -> Path:
+        return self.root / f"part-{pid}.parquet"
+
+    def parts(self) -> dict[str, Path]:
+        """problem_id -> part file, sorted; temp files are not parts."""
+        out = {}
+        for path in sorted(self.root.iterdir()):
+            m = PART_RE.fullmatch(path.name)
+            if m:
+                out[m.group(1)] = path
+        return out
+
+    def done_problems(self) -> set[str]:
+        """problem_ids whose part is complete: a part exists only once fully written."""
+        return set(self.parts())
+
+    def write_problem(self, problem: Problem, table: pa.Table) -> Path:
+        """Write all rows of `problem` as its part; raises FileExistsError if it already has one."""
+        pid = problem_id(problem)
+        validate_table(table, require_metadata=False)
+        ids = set(table.column("problem_id").unique().to_pylist())
+        if ids != {pid}:
+            raise ValueError(f"table holds problem_ids {sorted(ids)}, expected only {pid} ({problem.name or problem})")
+        return self._write_part(pid, _with_metadata(table, self.meta))
+
+    def _write_part(self, pid: str, table: pa.Table) -> Path:
+        final = self.part_path(pid)
+        if final.exists():
+            raise FileExistsError(f"{final} exists: problem {pid} was already collected; rows are never duplicated")
+        tmp = self.root / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.parquet"
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            _fsync_file(tmp)
+            _link_no_clobber(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(self.root)
+        return final
+
+    def read_part(self, pid: str) -> pa.Table:
+        """A validated part: schema, metadata compatible with the manifest, and the one problem its name says."""
+        path = self.part_path(pid)
+        table = pq.read_table(path)
+        try:
+            meta = validate_table(table)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        diff = self.meta.mismatches(meta)
+        if diff:
+            raise ValueError(
+                f"{path} was collected under other conditions ({'; '.join(diff)}); move it out of {self.root}"
+            )
+        ids = table.column("problem_id").unique().to_pylist()
+        if ids != [pid] or problem_id(problem_from_row(table.slice(0, 1).to_pylist()[0])) != pid:
+            raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
+        return table
+
+    def read_table(self, columns: list[str] | None = None) -> pa.Table:
+        unknown = [c for c in columns or [] if c not in COLUMNS]
+        if unknown:
+            raise ValueError(f"unknown columns {unknown}; the dataset has {list(COLUMNS)}")
+        tables = [self.read_part(pid).replace_schema_metadata(None) for pid in self.parts()]
+        table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+        return table.select(columns) if columns else table
+
+    def read(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """All parts as one DataFrame, each part validated first."""
+        return self.read_table(columns).to_pandas()
+
+
+def read_manifest(root: Path) -> Metadata:
+    path = Path(root) / MANIFEST
+    if not path.exists():
+        raise ValueError(f"{root} has no {MANIFEST}: not an autoheur dataset")
+    return Metadata.from_dict(json.loads(path.read_text())["metadata"])
+
+
+def merge(sources: list[Path], dest: Path) -> dict:
+    """Copy every part of `sources` into `dest` (created with the first source's metadata, or resumed).
+
+    Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
+    are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
+    """
+    dest = Path(dest)
+    if not sources:
+        raise ValueError("merge needs at least one source dataset")
+    stores = [DatasetStore.load(s) for s in sources]
+    if any(s.root.resolve() == dest.resolve() for s in stores):
+        raise ValueError(f"{dest} is both a source and the destination")
+    for s in stores[1:]:
+        diff = stores[0].meta.mismatches(s.meta)
+        if diff:
+            raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
+    out = DatasetStore.open(dest, stores[0].meta)
+    copied = skipped = 0
+    for s in stores:
+        for pid in s.parts():
+            table = s.read_part(pid)
+            if pid in out.done_problems():
+                if not _same_rows(table, out.read_part(pid)):
+                    raise ValueError(
+                        f"problem {pid} is in {s.root} and already in {dest} with different rows: "
+                        f"delete one of the two part-{pid}.parquet files and merge again"
+                    )
+                skipped += 1
+                continue
+            out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
+            copied += 1
+    return {"dest": str(dest), "copied": copied, "duplicates_skipped": skipped, "problems": len(out.done_problems())}
+
+
+def info(root: Path) -> dict:
+    """Summary of a dataset directory, or of every dataset directly under `root` (e.g. `data/`)."""
+    root = Path(root)
+    roots = [root] if (root / MANIFEST).exists() else sorted(p.parent for p in root.glob(f"*/{MANIFEST}"))
+    if not roots:
+        raise ValueError(f"no dataset at {root} (no {MANIFEST} there or in its subdirectories)")
+    cols = ["problem_id", "layout", "dtype", "config_id", "status", "median_ms"]
+    frames, datasets = [], []
+    for r in roots:
+        store = DatasetStore.load(r)
+        df = store.read(cols)
+        df["device"] = store.meta.device_name
+        frames.append(df)
+        datasets.append(
+            {
+                "path": str(r),
+                "device": store.meta.device_name,
+                "rows": len(df),
+                "problems": int(df["problem_id"].nunique()),
+            }
+        )
+    df = pd.concat(frames, ignore_index=True)
+    per_problem = df.drop_duplicates(["device", "problem_id"])
+    status = Counter(df["status"])
+    return {
+        "datasets": datasets,
+        "devices": sorted(set(df["device"]) | {d["device"] for d in datasets}),
+        "rows": len(df),
+        "problems": int(len(per_problem)),
+        "configs": int(df["config_id"].nunique()),
+        "status": {s: int(status[s]) for s in STATUSES if status[s]},
+        "layouts": {str(k): int(v) for k, v in per_problem["layout"].value_counts().sort_index().items()},
+        "dtypes": {str(k): int(v) for k, v in per_problem["dtype"].value_counts().sort_index().items()},
+        "timing": _timing_spread(df),
+    }
+
+
+def _timing_spread(df: pd.DataFrame) -> dict:
+    """Per problem: best ok time, and median / worst over timed configs (censored ones are lower bounds) vs best."""
+    timed = df[df["status"].isin(["ok", "censored"])]
+    ok = timed[timed["status"] == "ok"]
+    if ok.empty:
+        return {}
+    keys = ["device", "problem_id"]
+    best = ok.groupby(keys)["median_ms"].min()
+    grouped = timed.groupby(keys)["median_ms"]
+    ratios = {"best_ms": best, "median_over_best": grouped.median() / best, "worst_over_best": grouped.max() / best}
+    return {name: _quantiles(s.dropna()) for name, s in ratios.items()}
+
+
+def _quantiles(s: pd.Series) -> dict:
+    return {
+        "min": float(s.min()),
+        "p10": float(s.quantile(0.1)),
+        "p50": float(s.median()),
+        "p90": float(s.quantile(0.9)),
+        "max": float(s.max()),
+    }
+
+
+def format_info(d: dict) -> str:
+    """`info` as text for the terminal."""
+    lines = [f"{d['rows']} rows, {d['problems']} problems, {d['configs']} configs, devices: {', '.join(d['devices'])}"]
+    for ds in d["datasets"]:
+        lines.append(f"  {ds['path']}: {ds['device']}, {ds['problems']} problems, {ds['rows']} rows")
+    total = max(d["rows"], 1)
+    lines.append("status:  " + "  ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in d["status"].items()))
+    lines.append("layouts: " + "  ".join(f"{k} {v}" for k, v in d["layouts"].items()))
+    lines.append("dtypes:  " + "  ".join(f"{k} {v}" for k, v in d["dtypes"].items()))
+    if d["timing"]:
+        lines.append("per problem (min / p10 / p50 / p90 / max over problems):")
+        for name, q in d["timing"].items():
+            lines.append(f"  {name:16s} " + " / ".join(f"{v:.4g}" for v in q.values()))
+    return "\n".join(lines)
+
+
+# -- filesystem helpers --------------------------------------------------------------------------------------------
+
+
+def _same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """Equal rows regardless of metadata and order; NaN equals NaN (untimed configs)."""
+
+    def norm(t: pa.Table) -> pa.Table:
+        t = t.replace_schema_metadata(None).sort_by("config_id")
+        for name in ("median_ms", "spread"):
+            col = t.column(name)
+            t = t.set_column(t.schema.get_field_index(name), name, pc.if_else(pc.is_nan(col), None, col))
+        return t
+
+    return a.num_rows == b.num_rows and norm(a).equals(norm(b))
+
+
+def _has_content(root: Path) -> bool:
+    """Anything in `root` besides temp files of a killed run (e.g. one that died writing the manifest)."""
+    return root.is_dir() and any(not TMP_RE.fullmatch(p.name) for p in root.iterdir())
+
+
+def _aside_name(root: Path) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    aside, i = root.with_name(f"{root.name}.old-{stamp}"), 1
+    while aside.exists():
+        aside, i = root.with_name(f"{root.name}.old-{stamp}-{i}"), i + 1
+    return aside
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the rename itself durable; not every platform can open a directory."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _link_no_clobber(tmp: Path, final: Path) -> None:
+    """Atomically publish `tmp` as `final`, failing if `final` exists (a hard link never overwrites)."""
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        raise FileExistsError(
+            f"{final} exists: that problem was already collected; rows are never duplicated"
+        ) from None
+    except OSError:  # a filesystem without hard links: replace after the existence check
+        if final.exists():
+            raise FileExistsError(f"{final} exists: that problem was already collected") from None
+        os.replace(tmp, final)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".tmp-{os.getpid()}-{secrets.token_hex(4)}.json")
+    try:
+        tmp.write_bytes(data)
+        _fsync_file(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+
+
+__all__ = ["DatasetStore", "format_info", "info", "merge", "read_manifest"]

@@ -1,0 +1,234 @@
+"""The dataset store: append-only parts, resume, refusals, kill safety, merge and info (CPU, fake timings)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timezone
+
+import pyarrow.parquet as pq
+import pytest
+
+import autoheur.collect.store as store_mod
+from autoheur.collect.schema import COLUMNS, Metadata, device_fingerprint, problem_id, rows_for
+from autoheur.collect.store import MANIFEST, DatasetStore, format_info, info, merge
+from autoheur.collect.timing import Timing
+from autoheur.device import H100_SXM, H200
+from autoheur.kernels.config import KernelConfig
+from autoheur.problem import Problem
+
+CONFIGS = [KernelConfig(64, 128, 64, 3, 4), KernelConfig(128, 64, 32, 2, 4), KernelConfig(32, 32, 32, 2, 2)]
+PROBLEMS = [
+    Problem("2d3d", 2, (64, 192), 0, 256, 128, name="a"),
+    Problem("2d2d", 3, (10, 0, 50), 128, 64, 0, dtype="float16", name="b"),
+    Problem("3d3d", 2, (), 64, 64, 64, name="c"),
+]
+DEAD_PID = 999_999_999  # above any pid_max: never a live process
+WHEN = datetime(2025, 6, 1, tzinfo=timezone.utc)  # fixed, so two shards can hold identical rows
+
+
+def make_meta(spec=H100_SXM, torch="2.13.0", kernel_hash="k0", **fields) -> Metadata:
+    versions = {"torch": torch, "triton": "3.6.0", "cuda": "13.0"}
+    fp = device_fingerprint(spec, 3000.0, 700.0, {"sm_mhz": 1980}, "570.86", versions)
+    return Metadata(device=fp, kernel_hash=kernel_hash, **fields)
+
+
+def table_for(problem: Problem, scale: float = 1.0):
+    results = [
+        (CONFIGS[0], "ok", Timing(0.1 * scale, 0.01, 5, False)),
+        (CONFIGS[1], "ok", Timing(0.5 * scale, 0.0, 1, True)),
+        (CONFIGS[2], "compile_error", None),
+    ]
+    return rows_for(problem, results, collected_at=WHEN)
+
+
+def fill(root, problems=PROBLEMS, meta=None, scale=1.0) -> DatasetStore:
+    store = DatasetStore.open(root, meta or make_meta())
+    for p in problems:
+        store.write_problem(p, table_for(p, scale))
+    return store
+
+
+def test_open_write_read(tmp_path):
+    root = tmp_path / "data" / H100_SXM.slug
+    store = fill(root)
+    assert json.loads((root / MANIFEST).read_text())["metadata"]["device"]["name"] == H100_SXM.name
+    df = store.read()
+    assert list(df.columns) == list(COLUMNS) and len(df) == 9
+    assert set(df["problem_id"]) == {problem_id(p) for p in PROBLEMS}
+    assert list(store.read(["problem_id", "status"]).columns) == ["problem_id", "status"]
+    part = pq.read_metadata(store.part_path(problem_id(PROBLEMS[0])))
+    assert part.row_group(0).column(0).compression == "ZSTD"
+    with pytest.raises(ValueError, match="unknown columns"):
+        store.read(["nope"])
+
+
+def test_empty_store_reads_empty_frame(tmp_path):
+    df = DatasetStore.open(tmp_path / "d", make_meta()).read()
+    assert df.empty and list(df.columns) == list(COLUMNS)
+
+
+def test_resume_after_reopen(tmp_path):
+    fill(tmp_path / "d", PROBLEMS[:2])
+    store = DatasetStore.open(tmp_path / "d", make_meta())
+    assert store.done_problems() == {problem_id(p) for p in PROBLEMS[:2]}
+    store.write_problem(PROBLEMS[2], table_for(PROBLEMS[2]))
+    assert len(DatasetStore.open(tmp_path / "d", make_meta()).read()) == 9
+
+
+def test_noise_in_measurements_is_accepted(tmp_path):
+    fill(tmp_path / "d", PROBLEMS[:1])
+    noisy = make_meta()
+    noisy = dataclasses.replace(noisy, device={**noisy.device, "copy_GBps": 2800.0, "clocks": {"sm_mhz": 1700}})
+    DatasetStore.open(tmp_path / "d", noisy).write_problem(PROBLEMS[1], table_for(PROBLEMS[1]))
+    assert len(DatasetStore.load(tmp_path / "d").read()) == 6
+
+
+@pytest.mark.parametrize(
+    "meta, field",
+    [
+        (make_meta(spec=H200), "device.name"),
+        (make_meta(spec=dataclasses.replace(H100_SXM, sm_count=114)), "device.sm_count"),
+        (make_meta(torch="2.12.0"), "device.torch"),
+        (make_meta(space_hash="0123456789abcdef"), "space_hash"),
+        (make_meta(kernel_hash="k1"), "kernel_hash"),
+    ],
+)
+def test_refuses_mismatched_dataset(tmp_path, meta, field):
+    fill(tmp_path / "d", PROBLEMS[:1])
+    with pytest.raises(ValueError, match=rf"{field}.*new=True \(--new-dataset\).*another --out"):
+        DatasetStore.open(tmp_path / "d", meta)
+
+
+def test_new_moves_old_dataset_aside(tmp_path):
+    fill(tmp_path / "d", PROBLEMS[:1])
+    store = DatasetStore.open(tmp_path / "d", make_meta(spec=H200), new=True)
+    assert store.done_problems() == set()
+    (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("d.old-")]
+    assert DatasetStore.load(aside).done_problems() == {problem_id(PROBLEMS[0])}
+    assert DatasetStore.load(tmp_path / "d").meta.device_name == H200.name
+
+
+def test_refuses_foreign_directory(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not an autoheur dataset"):
+        DatasetStore.open(tmp_path / "d", make_meta())
+
+
+def test_same_problem_twice_raises(tmp_path):
+    store = fill(tmp_path / "d", PROBLEMS[:1])
+    renamed = dataclasses.replace(PROBLEMS[0], name="same problem, other name")
+    with pytest.raises(FileExistsError, match="already collected"):
+        store.write_problem(renamed, table_for(renamed))
+    assert len(store.read()) == 3
+
+
+def test_table_of_another_problem_is_refused(tmp_path):
+    store = DatasetStore.open(tmp_path / "d", make_meta())
+    with pytest.raises(ValueError, match="expected only"):
+        store.write_problem(PROBLEMS[0], table_for(PROBLEMS[1]))
+
+
+def test_crash_inside_write_problem_leaves_nothing(tmp_path, monkeypatch):
+    store = fill(tmp_path / "d", PROBLEMS[:1])
+
+    def boom(tmp, final):
+        raise KeyboardInterrupt("killed between fsync and publish")
+
+    monkeypatch.setattr(store_mod, "_link_no_clobber", boom)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_problem(PROBLEMS[1], table_for(PROBLEMS[1]))
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "d").iterdir() if p.name != MANIFEST) == [
+        f"part-{problem_id(PROBLEMS[0])}.parquet"
+    ]
+    store = DatasetStore.open(tmp_path / "d", make_meta())
+    assert store.done_problems() == {problem_id(PROBLEMS[0])}
+    store.write_problem(PROBLEMS[1], table_for(PROBLEMS[1]))  # the retry succeeds, once
+    df = store.read()
+    assert len(df) == 6 and not df.duplicated(["problem_id", "config_id"]).any()
+
+
+def test_stale_temp_files_are_ignored_and_cleaned(tmp_path):
+    store = fill(tmp_path / "d", PROBLEMS[:1])
+    stale = tmp_path / "d" / f".tmp-{DEAD_PID}-deadbeef.parquet"
+    stale.write_bytes(b"PAR1 half a file")
+    live = tmp_path / "d" / f".tmp-{os.getpid()}-cafef00d.parquet"  # a live writer's file is not ours to delete
+    live.write_bytes(b"PAR1")
+    assert store.done_problems() == {problem_id(PROBLEMS[0])} and len(store.read()) == 3
+    DatasetStore.open(tmp_path / "d", make_meta())
+    assert not stale.exists() and live.exists()
+
+
+def test_hard_kill_during_write(tmp_path):
+    """A real process dies (os._exit) after the temp part is written: the reopened store has no trace of it."""
+    root = tmp_path / "d"
+    fill(root, PROBLEMS[:1])
+    script = textwrap.dedent(f"""
+        import os
+        import autoheur.collect.store as s
+        from test_store import PROBLEMS, make_meta, table_for
+        s._link_no_clobber = lambda tmp, final: os._exit(3)
+        s.DatasetStore.open({str(root)!r}, make_meta()).write_problem(PROBLEMS[1], table_for(PROBLEMS[1]))
+    """)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert any(p.name.startswith(".tmp-") for p in root.iterdir())  # the killed run's temp part
+    store = DatasetStore.open(root, make_meta())
+    assert not any(p.name.startswith(".tmp-") for p in root.iterdir())
+    assert store.done_problems() == {problem_id(PROBLEMS[0])} and len(store.read()) == 3
+
+
+def test_read_refuses_foreign_part(tmp_path):
+    fill(tmp_path / "a", PROBLEMS[:1], meta=make_meta(torch="2.12.0"))
+    store = fill(tmp_path / "b", PROBLEMS[1:2])
+    pid = problem_id(PROBLEMS[0])
+    os.replace(tmp_path / "a" / f"part-{pid}.parquet", tmp_path / "b" / f"part-{pid}.parquet")
+    with pytest.raises(ValueError, match="collected under other conditions.*device.torch"):
+        store.read()
+
+
+def test_merge_dedupes_and_refuses(tmp_path):
+    fill(tmp_path / "s1", PROBLEMS[:2])
+    fill(tmp_path / "s2", PROBLEMS[1:])  # PROBLEMS[1] in both shards, with identical rows
+    stats = merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "all")
+    assert stats["copied"] == 3 and stats["duplicates_skipped"] == 1 and stats["problems"] == 3
+    df = DatasetStore.load(tmp_path / "all").read()
+    assert len(df) == 9 and not df.duplicated(["problem_id", "config_id"]).any()
+    assert merge([tmp_path / "s1"], tmp_path / "all")["copied"] == 0  # re-running a merge is a no-op
+
+    fill(tmp_path / "s3", PROBLEMS[:1], scale=2.0)  # the same problem measured again: a conflict
+    with pytest.raises(ValueError, match="different rows"):
+        merge([tmp_path / "s3"], tmp_path / "all")
+    fill(tmp_path / "h200", PROBLEMS[:1], meta=make_meta(spec=H200))
+    with pytest.raises(ValueError, match="cannot merge.*device.name"):
+        merge([tmp_path / "s1", tmp_path / "h200"], tmp_path / "other")
+    with pytest.raises(ValueError, match="device.name.*--new-dataset"):
+        merge([tmp_path / "h200"], tmp_path / "all")
+    with pytest.raises(ValueError, match="both a source and the destination"):
+        merge([tmp_path / "s1"], tmp_path / "s1")
+
+
+def test_info_counts(tmp_path):
+    fill(tmp_path / "data" / "h100", PROBLEMS)
+    fill(tmp_path / "data" / "h200", PROBLEMS[:1], meta=make_meta(spec=H200), scale=3.0)
+    one = info(tmp_path / "data" / "h100")
+    assert (one["rows"], one["problems"], one["configs"]) == (9, 3, 3)
+    assert one["status"] == {"ok": 3, "censored": 3, "compile_error": 3}
+    assert one["layouts"] == {"2d2d": 1, "2d3d": 1, "3d3d": 1} and one["dtypes"] == {"bfloat16": 2, "float16": 1}
+    t = one["timing"]
+    assert t["best_ms"]["p50"] == pytest.approx(0.1) and t["worst_over_best"]["max"] == pytest.approx(5.0)
+    assert t["median_over_best"]["p50"] == pytest.approx(3.0)
+    both = info(tmp_path / "data")
+    assert both["devices"] == sorted([H100_SXM.name, H200.name]) and both["rows"] == 12 and both["problems"] == 4
+    assert both["timing"]["best_ms"]["max"] == pytest.approx(0.3)
+    text = format_info(both)
+    assert "12 rows, 4 problems" in text and "compile_error 4" in text and "worst_over_best" in text
+    with pytest.raises(ValueError, match="no dataset"):
+        info(tmp_path / "nothing")
