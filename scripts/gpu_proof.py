@@ -45,11 +45,11 @@ def log(*a):
 
 def measure_ceilings() -> dict:
     n = 1 << 30  # 2 GiB of bf16
-    x = torch.empty(n, dtype=torch.bfloat16, device="cuda").normal_()
-    y = torch.empty_like(x)
-    ms = bench_ms(lambda: y.copy_(x), rep_ms=300)
-    copy_gbs = 2 * x.numel() * 2 / ms / 1e6
-    del x, y
+    src = torch.empty(n, dtype=torch.bfloat16, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    ms = bench_ms(lambda: dst.copy_(src), rep_ms=300)
+    copy_gbs = 2 * src.numel() * 2 / ms / 1e6
+    src = dst = None  # free 4 GiB before the matmul
     a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
     b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
     ms = bench_ms(lambda: a @ b, rep_ms=500)
@@ -81,7 +81,7 @@ def phase_correct(dev: DeviceSpec, res: dict) -> None:
     results = check_many(jobs)
     rows = [
         {"problem": p.name, "config": r.config_id, "status": r.status, "rel_err": r.rel_err, "msg": r.message[:200]}
-        for (p, _), r in zip(jobs, results)
+        for (p, _), r in zip(jobs, results, strict=True)
     ]
     bad = [r for r in rows if r["status"] != "ok"]
     res["correct"] = {
@@ -156,13 +156,13 @@ def phase_time(dev: DeviceSpec, res: dict, problems, configs, deadline: float, o
         a, b, offs = p.make_inputs("cuda", seed=1)
         call = validate(a, b, offs)
         out = torch.empty(call.out_shape, dtype=call.out_dtype, device="cuda")
-        fns = {c.config_id: (lambda c=c: launch(call, c, out)) for c in configs}
+        fns = {c.config_id: (lambda c=c, call=call, out=out: launch(call, c, out)) for c in configs}
         screened = timer.screen(fns)
         ranked = sorted((t.median_ms, cid) for cid, t in screened.items() if not t.censored)
         finals = {cid: bench_ms(fns[cid]) for _, cid in ranked[:5]}
         best_id = min(finals, key=finals.get)
         best = finals[best_id]
-        aten = bench_ms(lambda: torch._grouped_mm(a, b, offs))
+        aten = bench_ms(lambda a=a, b=b, offs=offs: torch._grouped_mm(a, b, offs))
         ours = launch(call, KernelConfig.from_id(best_id), out).clone()
         err = relative_error(ours, torch._grouped_mm(a, b, offs).float())
         flops, nbytes = p.flops(), p.min_bytes()

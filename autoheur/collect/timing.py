@@ -2,8 +2,8 @@
 
 Every timed run is preceded by an L2 flush (a 256 MB memset outside the timed region) and bracketed by CUDA events.
 Round 1 runs each config once; a config already `abort_factor` times slower than the best so far stops there and is
-recorded as censored (its single time is a lower bound on what more runs would show... and more than enough to rule it
-out). The rest get `reps` runs: the median is the figure, the spread is (p75 - p25) / median.
+recorded as censored: its one time stands as a lower bound, enough to rule it out. The rest get `reps` runs: the median
+is the figure, the spread is (p75 - p25) / median.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ _SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "moe_models.js
 
 
 def moe_models_path() -> Path:
-    """The public model list: $AUTOHEUR_MOE_MODELS, ../shared/moe_models.json beside the checkout, or the packaged copy."""
+    """The public model list: $AUTOHEUR_MOE_MODELS, ../shared/moe_models.json beside the checkout, else the packaged
+    copy."""
     env = os.environ.get("AUTOHEUR_MOE_MODELS")
     if env:
         return Path(env)

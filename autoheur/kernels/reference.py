@@ -15,14 +15,14 @@ def reference_grouped_mm(
     starts = [0] + ends[:-1] if ends is not None else None
     if a.ndim == 2 and b.ndim == 3:
         out = torch.zeros(a.shape[0], b.shape[2], dtype=torch.float32, device=a.device)
-        for g, (s, e) in enumerate(zip(starts, ends)):
+        for g, (s, e) in enumerate(zip(starts, ends, strict=True)):
             out[s:e] = af[s:e] @ bf[g]
     elif a.ndim == 3 and b.ndim == 2:
         out = torch.zeros(a.shape[1], b.shape[1], dtype=torch.float32, device=a.device)
-        for g, (s, e) in enumerate(zip(starts, ends)):
+        for g, (s, e) in enumerate(zip(starts, ends, strict=True)):
             out[:, s:e] = af[g] @ bf[:, s:e]
     elif a.ndim == 2 and b.ndim == 2:
-        out = torch.stack([af[:, s:e] @ bf[s:e] for s, e in zip(starts, ends)])
+        out = torch.stack([af[:, s:e] @ bf[s:e] for s, e in zip(starts, ends, strict=True)])
     else:
         out = torch.bmm(af, bf)
     return out.to(out_dtype)
