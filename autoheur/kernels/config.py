@@ -64,6 +64,8 @@ class KernelConfig:
             ("load", LOADS),
         ):
             value = getattr(self, name)
+            if type(value) is not type(allowed[0]):  # 64.0 or True would pass `in` and break config ids
+                raise TypeError(f"KernelConfig.{name} must be a {type(allowed[0]).__name__}, got {value!r}")
             if value not in allowed:
                 raise ValueError(f"KernelConfig.{name}={value!r} is not in the config space {allowed}")
         if not isinstance(self.warp_specialize, bool):

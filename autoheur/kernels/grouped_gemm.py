@@ -50,6 +50,7 @@ def grouped_gemm_kernel(
     B_N_CONTIG: tl.constexpr,  # B's N dimension has stride 1 (else its K dimension does: weights stored [N, K])
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,  # "ieee" for fp32 inputs (torch computes them in full fp32), else the default
 ):  # fmt: skip
     tile = tl.program_id(0)
     num_progs = tl.num_programs(0)
@@ -121,7 +122,7 @@ def grouped_gemm_kernel(
                             b = b_desc.load([k0, n0])
                         else:
                             b = b_desc.load([n0, k0]).T
-                        acc = tl.dot(a, b, acc)
+                        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
                 else:
                     rk = tl.arange(0, BLOCK_K)
                     # Scalar int64 tile bases keep the per-element offsets small (no int32 overflow).
@@ -135,7 +136,7 @@ def grouped_gemm_kernel(
                         k_left = k_g - kk * BLOCK_K
                         a = tl.load(a_ptrs, mask=mask_m & (rk[None, :] < k_left), other=0.0)
                         b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & mask_n, other=0.0)
-                        acc = tl.dot(a, b, acc)
+                        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
                         a_ptrs += BLOCK_K * stride_ak
                         b_ptrs += BLOCK_K * stride_bk
                 c_ptrs = c_ptr + c_off + tl.cast(m0, tl.int64) * stride_cm + tl.cast(n0, tl.int64) * stride_cn
@@ -177,6 +178,7 @@ def launch(call: GemmCall, cfg: KernelConfig, out: torch.Tensor) -> torch.Tensor
         call.groups, call.m, call.n, call.k,
         *sa, *sb, *sc,
         RAGGED=int(call.ragged), A_K_CONTIG=call.a_k_contig, B_N_CONTIG=call.b_n_contig,
+        DOT_PRECISION="ieee" if a.dtype == torch.float32 else None,
         **cfg.kernel_kwargs(),
     )  # fmt: skip
     return out

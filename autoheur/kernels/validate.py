@@ -62,8 +62,9 @@ class GemmCall:
         return Signature(self.ragged, self.elem_bytes, self.tma_aligned)
 
 
-def _major(t: torch.Tensor, name: str) -> bool:
-    """True if the last dim of `t` is contiguous (row-major), False if the one before is; else a ValueError."""
+def _major(t: torch.Tensor, name: str) -> tuple[bool, bool]:
+    """(row_major, lead_aligned): whether the last dim of `t` is the contiguous one, and whether its leading stride
+    is a multiple of 16 bytes. A ValueError when neither dim is contiguous or a needed alignment is missing."""
     rows, cols = t.shape[-2], t.shape[-1]
     s_row, s_col = t.stride(-2), t.stride(-1)
     esize = t.element_size()
@@ -74,7 +75,8 @@ def _major(t: torch.Tensor, name: str) -> bool:
         lead, row_major = s_col, False
     else:
         raise ValueError(f"{name} has strides {tuple(t.stride())}: its last two dims must be row- or column-major")
-    if (lead * esize) % ALIGN_BYTES and min(rows, cols) > 1:
+    lead_aligned = (lead * esize) % ALIGN_BYTES == 0
+    if not lead_aligned and min(rows, cols) > 1:  # a size-1 dim has no real leading stride (torch allows it)
         raise ValueError(
             f"{name} has strides {tuple(t.stride())}: the leading stride must be a multiple of {ALIGN_BYTES} bytes "
             f"({quantum} {str(t.dtype).removeprefix('torch.')} elements); pad the inner dimension or call .contiguous()"
@@ -83,7 +85,7 @@ def _major(t: torch.Tensor, name: str) -> bool:
         raise ValueError(f"{name}'s data pointer is not {ALIGN_BYTES}-byte aligned")
     if t.ndim == 3 and t.shape[0] > 1 and (t.stride(0) * esize) % ALIGN_BYTES:
         raise ValueError(f"{name} has group stride {t.stride(0)}: it must be a multiple of {ALIGN_BYTES} bytes")
-    return row_major
+    return row_major, lead_aligned
 
 
 def _check_tensor(x, name: str) -> torch.Tensor:
@@ -122,7 +124,7 @@ def validate(
         raise TypeError(f"out_dtype={out_dtype} is not supported for {a.dtype} inputs (use {a.dtype} or float32)")
     if b.device != a.device:
         raise ValueError(f"a is on {a.device} but b is on {b.device}: all tensors must be on one device")
-    if not interpreting() and a.device.type != "cuda":
+    if a.device.type not in (("cpu", "cuda") if interpreting() else ("cuda",)):
         raise ValueError(
             f"a is on {a.device}: the Triton kernel runs on a CUDA GPU (TRITON_INTERPRET=1 runs it on the CPU)"
         )
@@ -141,6 +143,8 @@ def validate(
             raise TypeError(f"offs has dtype {offs.dtype}; it must be torch.int32")
         if offs.ndim != 1:
             raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
+        if offs.shape[0] > 1 and offs.stride(0) != 1:
+            raise ValueError(f"offs must be contiguous (stride {offs.stride(0)}); pass offs.contiguous()")
         if offs.device != a.device:
             raise ValueError(f"offs is on {offs.device} but a is on {a.device}: all tensors must be on one device")
 
@@ -172,8 +176,8 @@ def validate(
     if groups == 0:
         raise ValueError("there are no groups: G must be >= 1")
 
-    a_row_major = _major(a, "a")
-    b_row_major = _major(b, "b")
+    a_row_major, a_lead_aligned = _major(a, "a")
+    b_row_major, b_lead_aligned = _major(b, "b")
     if offs is not None and check_offsets and not _capturing(a):
         _check_offsets_values(offs, total, what)
 
@@ -183,8 +187,9 @@ def validate(
         c_strides = (out_shape[1] * out_shape[2], out_shape[2], 1)
     else:
         c_strides = (0, out_shape[1], 1)
-    # TMA descriptors start at each group's base: the ragged dimension must not be an operand's contiguous one.
-    tma_aligned = {
+    # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be
+    # an operand's contiguous one.
+    tma_aligned = a_lead_aligned and b_lead_aligned and {
         Ragged.M: a_row_major,
         Ragged.N: not b_row_major,
         Ragged.K: (not a_row_major) and b_row_major,

@@ -123,7 +123,6 @@ def test_rejects_non_bool_warp_specialize():
         KernelConfig(**{**VALID, "load": "tma"}, warp_specialize=1)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: axis values are compared with ==, so 16.0 and True pass as 16 and 1")
 @pytest.mark.parametrize("field,value", [("block_m", 64.0), ("group_m", True)])
 def test_rejects_non_int_axis_values(field, value):
     with pytest.raises((TypeError, ValueError)):

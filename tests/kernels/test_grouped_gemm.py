@@ -98,8 +98,11 @@ def _check(out, a, b, offs, out_dtype=None, covered=None):
     assert out.dtype == (out_dtype or a.dtype)
     if covered is not None:  # only the rows/columns the offsets cover are defined
         out, ref = covered(out), covered(ref)
-    err = relative_error(out, ref)
-    assert err < TOL[a.dtype], f"relative error {err:.3g}"
+    _assert_small(relative_error(out, ref), a.dtype)
+
+
+def _assert_small(err: float, dtype: torch.dtype, what: str = "") -> None:
+    assert err < TOL[dtype], f"relative error {err:.3g}{what}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -300,8 +303,7 @@ def test_matches_torch_grouped_mm_on_cpu(ragged, b_row_major, dtype, device):
         pytest.skip(f"torch._grouped_mm is not implemented on the CPU here: {e}")
     out = grouped_mm(a.to(device), b.to(device), offs if offs is None else offs.to(device), config=PTR).cpu()
     assert out.dtype == expected.dtype
-    err = relative_error(out, expected)
-    assert err < TOL[dtype], f"relative error {err:.3g} against torch._grouped_mm"
+    _assert_small(relative_error(out, expected), dtype, " against torch._grouped_mm")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -321,15 +323,10 @@ def test_bf16_layouts_gpu(ragged, out_dtype, config):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Known bugs (strict xfail: these start passing, and so fail, once autoheur is fixed; then drop the marker)
+# Regressions of bugs found by these tests (formerly strict xfails)
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: validate skips the 16-byte leading-stride rule for a dim of size 1 yet reports tma_aligned=True; "
-    "the TMA descriptor then gets an unaligned stride",
-)
 @pytest.mark.parametrize(
     "a_shape,b_shape,sizes",
     [((32, 1), (4, 1, 24), SIZES), ((32, 40), (4, 40, 1), SIZES), ((1, 12), (2, 12, 24), (0, 1))],

@@ -437,11 +437,10 @@ def test_validated_call_fields(ragged, out_shape, groups, m, n, k, total, device
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Known bugs (strict xfail: these start passing, and so fail, once autoheur is fixed; then drop the marker)
+# Regressions of bugs found by these tests (formerly strict xfails)
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: non-contiguous offs passes validation; the kernel reads offs_ptr + g")
 def test_noncontiguous_offs_is_refused_or_made_contiguous(device):
     kw = operands(Ragged.M, device)
     offs = offsets([5, 99, 5, 99, 24, 99, 32, 99], device)[::2]  # values 5, 5, 24, 32; memory 5, 99, 5, 99
