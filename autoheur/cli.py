@@ -4,12 +4,20 @@ Examples:
   autoheur selftest                         # kernels vs reference on every layout (GPU, else the CPU interpreter)
   autoheur space                            # the config space: size, hash, feasible configs per layout
   autoheur space --device h200 --dtype float16 --layout 2d2d
+  autoheur collect --count 400              # the default workload, whole space, into data/<device-slug>
+  autoheur collect --workload sampled --layouts 3d2d,2d2d --dtypes float16 --count 50
+  autoheur collect --shapes my_shapes.jsonl --gpus all
+  autoheur collect --shard 3/8 --out /scratch/h100-3   # one of 8 machines; then: autoheur data merge ...
+  autoheur data info data/                  # rows, problems, devices, coverage of every dataset under data/
+  autoheur data merge /scratch/h100-* --into data/nvidia-h100-80gb-hbm3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:
@@ -37,6 +45,85 @@ def cmd_space(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    import torch
+
+    from autoheur.collect.runner import CollectOptions, collect, device_spec, parse_shard
+    from autoheur.collect.shapes import ShapesError, load_shapes
+    from autoheur.collect.workloads import roofline_ms, workload
+
+    try:
+        shard_spec = parse_shard(args.shard)
+        if args.shapes:
+            problems = load_shapes(args.shapes)
+        else:
+            problems = workload(args.workload, args.count, args.seed, _csv(args.layouts), _csv(args.dtypes))
+    except (ShapesError, ValueError, FileNotFoundError) as exc:
+        print(f"autoheur collect: {exc}", file=sys.stderr)
+        return 2
+    if args.gpus == "all":
+        gpus = max(1, torch.cuda.device_count())
+    else:
+        try:
+            gpus = int(args.gpus)
+        except ValueError:
+            print(f"autoheur collect: --gpus {args.gpus!r}: a number or 'all'", file=sys.stderr)
+            return 2
+        if gpus < 1 or (torch.cuda.is_available() and gpus > torch.cuda.device_count()):
+            print(f"autoheur collect: --gpus {gpus}: this machine has {torch.cuda.device_count()}", file=sys.stderr)
+            return 2
+    if args.dry_run:
+        for p in problems[shard_spec[0] :: shard_spec[1]]:
+            print(f"{p.layout} {p.dtype:8s} G={p.groups:<3d} rows={p.total:<7d} m={p.m} n={p.n} k={p.k} "
+                  f"roofline {roofline_ms(p):.3f} ms  {p.name}")  # fmt: skip
+        return 0
+    out = Path(args.out) if args.out else Path("data") / device_spec(0).slug
+    opts = CollectOptions(
+        reps=args.reps,
+        abort_factor=args.abort_factor,
+        workers=args.workers,
+        time_limit_s=args.time_limit,
+        config_sample=args.sample_configs,
+        config_ids=_csv(args.configs) if args.configs else None,
+        seed=args.seed,
+    )
+    try:
+        summary = collect(problems, out, opts, new=args.new_dataset, gpus=gpus, shard_spec=shard_spec)
+    except ValueError as exc:  # a mismatched dataset: the message says what to do
+        print(f"autoheur collect: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2, default=str))
+    return 1 if summary.get("errors") else 0
+
+
+def cmd_data_info(args: argparse.Namespace) -> int:
+    from autoheur.collect.store import format_info, info
+
+    try:
+        d = info(Path(args.path))
+    except ValueError as exc:
+        print(f"autoheur data info: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(d, indent=2) if args.json else format_info(d))
+    return 0
+
+
+def cmd_data_merge(args: argparse.Namespace) -> int:
+    from autoheur.collect.store import merge
+
+    try:
+        d = merge([Path(s) for s in args.sources], Path(args.into))
+    except ValueError as exc:
+        print(f"autoheur data merge: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(d, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="autoheur", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -51,6 +138,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     p.add_argument("--no-tma", action="store_true", help="a call whose group bases are not 16-byte aligned")
     p.set_defaults(fn=cmd_space)
+
+    p = sub.add_parser("collect", help="time the whole config space over many problems into a dataset",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+    src = p.add_argument_group("problems")
+    src.add_argument("--workload", default="default", choices=["default", "public", "models", "sampled"])
+    src.add_argument("--count", type=int, default=400, help="problems in the workload")
+    src.add_argument("--layouts", default="2d3d", help="comma-separated: 2d3d,3d2d,2d2d,3d3d")
+    src.add_argument("--dtypes", default="bfloat16", help="comma-separated: bfloat16,float16")
+    src.add_argument("--seed", type=int, default=0, help="the workload, the inputs and any config sample")
+    src.add_argument("--shapes", help="collect exactly the problems of this .jsonl or .csv file instead")
+    src.add_argument("--dry-run", action="store_true", help="list the problems and their roofline times, collect none")
+    run = p.add_argument_group("run")
+    run.add_argument("--out", help="dataset directory (default: data/<device-slug>)")
+    run.add_argument("--new-dataset", action="store_true", help="move an existing dataset at --out aside, start anew")
+    run.add_argument("--gpus", default="1", help="GPUs on this host, one worker each, or 'all'")
+    run.add_argument("--shard", default="0/1", help="i/N: this machine's share of the problems")
+    run.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
+    run.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
+    tm = p.add_argument_group("timing")
+    tm.add_argument("--reps", type=int, default=5, help="timed runs per config that survives the first round")
+    tm.add_argument("--abort-factor", type=float, default=3.0, help="censor configs this much slower than the best")
+    tm.add_argument("--configs", help="comma-separated config ids: time only these (where feasible)")
+    tm.add_argument("--sample-configs", type=int, help="time a fixed random sample of this many feasible configs")
+    p.set_defaults(fn=cmd_collect)
+
+    p = sub.add_parser("data", help="inspect and combine datasets")
+    dsub = p.add_subparsers(dest="data_cmd", required=True)
+    d = dsub.add_parser("info", help="rows, problems, devices, coverage and timing spread")
+    d.add_argument("path", nargs="?", default="data", help="a dataset directory, or a folder of them")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_data_info)
+    d = dsub.add_parser("merge", help="copy datasets of one device into one (refuses mismatches)")
+    d.add_argument("sources", nargs="+")
+    d.add_argument("--into", required=True)
+    d.set_defaults(fn=cmd_data_merge)
     return ap
 
 

@@ -106,8 +106,10 @@ class Problem:
         return replace(self, groups=groups, sizes=sizes, m=small(self.m), n=small(self.n), k=small(self.k))
 
     def make_inputs(self, device: str | torch.device = "cuda", seed: int = 0):
-        """Random operands (never zeros: zeros hide unwritten outputs) and int32 offsets."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
+        """Random operands (never zeros: zeros hide unwritten outputs) and int32 offsets, drawn on `device` (a GPU
+        draws gigabytes of weights in milliseconds; the same seed gives the same values on the same kind of device)."""
+        device = torch.device(device)
+        gen = torch.Generator(device=device).manual_seed(seed)
         dt = self.torch_dtype
         r = self.ragged
         g = self.groups
@@ -118,7 +120,7 @@ class Problem:
         def rand(shape, col_major):
             if col_major:
                 shape = (*shape[:-2], shape[-1], shape[-2])
-            t = torch.randn(shape, generator=gen, dtype=torch.float32).to(dt).to(device)
+            t = torch.randn(shape, generator=gen, dtype=torch.float32, device=device).to(dt)
             return t.transpose(-1, -2) if col_major else t
 
         a = rand(a_shape, self.a_major == "m")

@@ -82,6 +82,13 @@ def check_many(
 ) -> list[CompileResult]:
     """Compile, run and check every (problem, config) job on `workers` spawned processes (default: all cores)."""
     workers = workers or os.cpu_count() or 1
+    if workers == 1:  # in this process: no pool to spawn (the CPU interpreter, tests, debugging)
+        out = []
+        for i, (p, c) in enumerate(jobs):
+            out.append(check_config(p, c))
+            if progress:
+                progress(i + 1, len(jobs))
+        return out
     indexed = [(i, (p, c.config_id)) for i, (p, c) in enumerate(jobs)]
     chunks = [indexed[i : i + chunk] for i in range(0, len(indexed), chunk)]
     results: dict[int, CompileResult] = {}

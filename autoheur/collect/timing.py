@@ -1,20 +1,34 @@
-"""Timing many configs of one problem on the GPU: fast, honest, and with slow configs cut short.
+"""Timing many configs of one problem: fast, honest, and with slow configs cut short.
 
-Every timed run is preceded by an L2 flush (a 256 MB memset outside the timed region) and bracketed by CUDA events.
-Round 1 runs each config once; a config already `abort_factor` times slower than the best so far stops there and is
-recorded as censored: its one time stands as a lower bound, enough to rule it out. The rest get `reps` runs: the median
-is the figure, the spread is (p75 - p25) / median.
+Protocol (`Timer.screen`), for callables that are already warm (loaded and run once):
+  round 1  every config runs once;
+  abort    a config slower than `abort_factor` x the best round-1 time stops there and is recorded as censored: its
+           one time stands as a lower bound (a hopeless config, ruled out without spending more runs on it);
+  round 2  every other config runs `reps - 1` more times; its figure is the median of all its runs and its spread
+           (p75 - p25) / median (max - min over median below four runs).
+
+On the GPU each run is preceded by an L2 flush (a memset of twice the L2 size, outside the timed region) and
+bracketed by CUDA events. Runs are enqueued in batches behind a GPU sleep long enough for the host to enqueue the
+whole batch: the events then time the kernel on the GPU, never the host's launch overhead (tens of microseconds for a
+Triton launch from Python, longer than many small grouped GEMMs). One host sync per batch.
+
+TIMING_VERSION names this protocol; datasets record it and refuse to mix timings taken under another. Version 1
+(no sleep: the start event could fire before the kernel was launched) timed launch overhead into kernels under
+about 0.1 ms.
+`WallTimer` is the same protocol with the host clock, for the CPU interpreter (real code path, meaningless numbers).
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-FLUSH_BYTES = 256 * 1024 * 1024
+MIN_FLUSH_BYTES = 64 << 20
+TIMING_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,54 +39,107 @@ class Timing:
     censored: bool  # True: aborted after one run, median_ms is a lower bound
 
 
-class Timer:
+class _Protocol:
+    """The screening protocol; subclasses supply `_times(fns, names, runs)`: names -> list of ms per run."""
+
+    def _times(self, fns: dict[str, Callable[[], object]], names: list[str], runs: int) -> dict[str, list[float]]:
+        raise NotImplementedError
+
+    def screen(
+        self, fns: dict[str, Callable[[], object]], reps: int = 5, abort_factor: float = 3.0
+    ) -> dict[str, Timing]:
+        """Time every warm callable in `fns`; see the module docstring for the protocol."""
+        if reps < 1 or abort_factor < 1:
+            raise ValueError(f"reps={reps} must be >= 1 and abort_factor={abort_factor} >= 1")
+        names = list(fns)
+        if not names:
+            return {}
+        first = {n: t[0] for n, t in self._times(fns, names, 1).items()}
+        best = min(first.values())
+        keep = [n for n in names if first[n] <= abort_factor * best]
+        more = self._times(fns, keep, reps - 1) if reps > 1 else {}
+        out = {}
+        for n in names:
+            if n in more or (reps == 1 and n in keep):
+                out[n] = summarize([first[n], *more.get(n, [])])
+            else:
+                out[n] = Timing(first[n], 0.0, 1, True)
+        return out
+
+
+class Timer(_Protocol):
     """CUDA-event timing with an L2 flush before every run."""
 
-    def __init__(self, device: torch.device | str = "cuda"):
-        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device=device)
+    def __init__(self, device: torch.device | str | int = "cuda", batch_runs: int = 128):
+        device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 50 << 20)
+        self.flush = torch.empty(max(MIN_FLUSH_BYTES, 2 * l2), dtype=torch.int8, device=device)
+        # timed runs enqueued between two host syncs; each is 4 queue entries, well inside the launch queue
+        self.batch_runs = batch_runs
+        self.host_us_per_run = 200.0  # refined after every batch
+        self.cycles_per_us = _sleep_rate()
+
+    def _hold(self, runs: int) -> None:
+        """Keep the GPU busy while the host enqueues `runs` runs (1.5x the last measured host rate, +0.5 ms)."""
+        us = 1.5 * self.host_us_per_run * runs + 500.0
+        torch.cuda._sleep(int(us * self.cycles_per_us))
 
     def run(self, fn: Callable[[], object], reps: int) -> list[float]:
         """`reps` timed runs of `fn` (already warm); milliseconds each."""
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-        for start, end in events:
-            self.flush.zero_()
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) for s, e in events]
+        return self._times({"f": fn}, ["f"], reps)["f"]
 
-    def screen(
-        self,
-        fns: dict[str, Callable[[], object]],
-        reps: int = 5,
-        abort_factor: float = 3.0,
-        batch: int = 32,
-    ) -> dict[str, Timing]:
-        """Time every warm callable in `fns`; see the module docstring for the protocol."""
-        first: dict[str, float] = {}
-        names = list(fns)
-        for i in range(0, len(names), batch):  # batches keep the GPU busy between host syncs
-            part = names[i : i + batch]
-            events = []
+    def _times(self, fns, names, runs):
+        out: dict[str, list[float]] = {n: [] for n in names}
+        if runs < 1:
+            return out
+        per_batch = max(1, self.batch_runs // runs)
+        for i in range(0, len(names), per_batch):
+            pending = []
+            part = names[i : i + per_batch]
+            self._hold(len(part) * runs)
+            t0 = time.perf_counter()
             for name in part:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                self.flush.zero_()
-                start.record()
-                fns[name]()
-                end.record()
-                events.append((name, start, end))
+                for _ in range(runs):
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    self.flush.zero_()
+                    start.record()
+                    fns[name]()
+                    end.record()
+                    pending.append((name, start, end))
+            self.host_us_per_run = (time.perf_counter() - t0) * 1e6 / len(pending)
             torch.cuda.synchronize()
-            for name, start, end in events:
-                first[name] = start.elapsed_time(end)
-        best = min(first.values())
-        out: dict[str, Timing] = {}
+            for name, start, end in pending:
+                out[name].append(start.elapsed_time(end))
+        return out
+
+
+def _sleep_rate() -> float:
+    """GPU clock cycles per microsecond of `torch.cuda._sleep`, measured once."""
+    torch.cuda._sleep(1000)  # warm
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    cycles = 2_000_000
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / max(start.elapsed_time(end) * 1e3, 1.0)
+
+
+class WallTimer(_Protocol):
+    """The same protocol on the host clock, for callables that run synchronously (the CPU interpreter)."""
+
+    def run(self, fn: Callable[[], object], reps: int) -> list[float]:
+        return self._times({"f": fn}, ["f"], reps)["f"]
+
+    def _times(self, fns, names, runs):
+        out: dict[str, list[float]] = {}
         for name in names:
-            if first[name] > abort_factor * best:
-                out[name] = Timing(first[name], 0.0, 1, True)
-                continue
-            times = [first[name], *self.run(fns[name], reps - 1)] if reps > 1 else [first[name]]
-            out[name] = summarize(times)
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                fns[name]()
+                times.append((time.perf_counter() - t0) * 1e3)
+            out[name] = times
         return out
 
 

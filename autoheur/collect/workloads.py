@@ -1,12 +1,22 @@
-"""Problems to collect and benchmark, built from the public MoE model list (../shared/moe_models.json).
+"""Problems to collect and benchmark: the public MoE models (../shared/moe_models.json) and problems beyond them.
 
 A fused gate/up projection is N = 2 * I / TP, K = H; the down projection N = H, K = I / TP. Groups per GPU are
 E / EP, and rows = tokens * top_k / EP (the tokens routed to this GPU's experts).
+
+Routing patterns (the model list's `routing` entry):
+  uniform          each token picks top_k distinct experts uniformly at random (multinomial counts)
+  balanced_jitter  per-group rows U(0.7, 1.3) * mean, a load-balanced prefill
+  zipf             expert popularity 1/rank^s, s ~ U(0.5, 1.2): skewed, some groups empty at small token counts
+
+`workload(kind, count, seed, layouts, dtypes)` is the deterministic problem list `autoheur collect` works through.
+Every sampled extent is a multiple of 16 (as real model dimensions are), so one set of compiled binaries serves all
+problems of a layout and dtype: Triton specializes integer arguments on divisibility by 16.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -81,3 +91,259 @@ def public_problems() -> list[Problem]:
 
 def _fields(p: Problem) -> dict:
     return {f: getattr(p, f) for f in p.__slots__}
+
+
+# -- routing ---------------------------------------------------------------------------------------------------------
+
+ROUTINGS = ("uniform", "balanced_jitter", "zipf")
+
+
+def route_tokens(
+    tokens: int, experts: int, top_k: int, routing: str, gen: torch.Generator, zipf_s: float | None = None
+) -> tuple[int, ...]:
+    """Rows per expert when `tokens` tokens each pick `top_k` distinct experts under `routing` (sum: tokens*top_k)."""
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing={routing!r}; expected one of {ROUTINGS}")
+    if not 1 <= top_k <= experts:
+        raise ValueError(f"top_k={top_k} must be in [1, experts={experts}]")
+    if routing == "balanced_jitter":
+        sizes = list(split_rows(tokens * top_k, experts, gen, 0.7, 1.3))
+        # a token picks distinct experts, so none gets more than `tokens` rows: move any excess to those with room
+        excess = sum(max(0, s - tokens) for s in sizes)
+        sizes = [min(s, tokens) for s in sizes]
+        for i in range(experts):
+            add = min(excess, tokens - sizes[i])
+            sizes[i] += add
+            excess -= add
+        return tuple(sizes)
+    weights = expert_weights(experts, routing, gen, zipf_s)
+    counts = torch.zeros(experts, dtype=torch.int64)
+    for start in range(0, tokens, 8192):  # chunks bound the memory of the (tokens, experts) draw
+        t = min(8192, tokens - start)
+        picks = torch.multinomial(weights.expand(t, experts), top_k, replacement=False, generator=gen)
+        counts += torch.bincount(picks.flatten(), minlength=experts)
+    return tuple(int(c) for c in counts)
+
+
+def expert_weights(experts: int, routing: str, gen: torch.Generator, zipf_s: float | None = None) -> torch.Tensor:
+    """Expert popularity: uniform, or Zipf 1/rank^s over a random permutation of the experts."""
+    if routing != "zipf":
+        return torch.full((experts,), 1.0 / experts)
+    s = float(torch.empty(()).uniform_(0.5, 1.2, generator=gen)) if zipf_s is None else zipf_s
+    ranks = torch.randperm(experts, generator=gen).double() + 1.0
+    w = ranks.pow(-s)
+    return (w / w.sum()).float()
+
+
+def distribute_rows(total: int, groups: int, routing: str, gen: torch.Generator, zipf_s: float | None = None):
+    """`total` rows over `groups` groups (one pick per row): multinomial under uniform / zipf, U(0.7, 1.3) shares
+    under balanced_jitter. Sums exactly to `total`."""
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing={routing!r}; expected one of {ROUTINGS}")
+    if routing == "balanced_jitter":
+        return split_rows(total, groups, gen, 0.7, 1.3)
+    if total == 0:
+        return (0,) * groups
+    w = expert_weights(groups, routing, gen, zipf_s).double()
+    # multinomial counts by sequential binomials: exact, and cheap for any total
+    counts, left, mass = [], total, 1.0
+    for p in w.tolist()[:-1]:
+        q = min(1.0, max(0.0, p / mass)) if mass > 0 else 0.0
+        c = int(torch.binomial(torch.tensor(float(left)), torch.tensor(q), generator=gen)) if left else 0
+        counts.append(c)
+        left -= c
+        mass -= p
+    counts.append(left)
+    return tuple(counts)
+
+
+# -- problems from the public models ---------------------------------------------------------------------------------
+
+MAX_ROWS = 1 << 17  # routed rows per GPU above this are left out: one such problem costs minutes to screen
+# Screening the whole space costs about 2000 configs x 3-4 runs x each config's time, so collection time follows the
+# problem's roofline time; these caps keep a 400-problem collection within an hour of one GPU. The public problems
+# (up to 5.5 ms) are always collected, so the large end is still seen.
+MAX_MODEL_ROOFLINE_MS = 0.75
+MAX_ROOFLINE_MS = 0.5  # sampled problems above this (at 700 TFLOP/s, 3 TB/s) are redrawn
+
+
+def model_problem(
+    model: str, proj: str, tokens: int, routing: str, *, ep: int = 1, tp: int = 1, seed: int = 0,
+    models: dict | None = None,
+) -> Problem:  # fmt: skip
+    """One expert GEMM of a public model under a routing pattern; with EP the GPU holds the first E/EP experts."""
+    spec = (models or load_models())["models"][model]
+    h, i, e, top_k = spec["hidden"], spec["expert_intermediate"] // tp, spec["experts"], spec["top_k"]
+    if e % ep or spec["expert_intermediate"] % tp:
+        raise ValueError(f"{model}: ep={ep} / tp={tp} do not divide experts={e} / intermediate")
+    gen = torch.Generator().manual_seed(seed)
+    groups = e // ep
+    if routing == "balanced_jitter":
+        sizes = split_rows(max(1, tokens * top_k // ep), groups, gen, 0.7, 1.3)
+    else:
+        sizes = route_tokens(tokens, e, top_k, routing, gen)[:groups]
+    n, k = (2 * i, h) if proj == "gate_up" else (h, i)
+    name = f"{model}/{proj}/t{tokens}/{routing}" + (f"/ep{ep}" if ep > 1 else "") + (f"/tp{tp}" if tp > 1 else "")
+    return Problem("2d3d", groups, tuple(sizes), 0, n, k, "bfloat16", "k", "k", name=name)
+
+
+def model_grid(models: dict | None = None, max_roofline_ms: float = MAX_MODEL_ROOFLINE_MS) -> list[tuple]:
+    """Every (model, proj, tokens, routing, ep, tp) of the public list within MAX_ROWS rows per GPU and the roofline
+    cap (estimated from the mean rows: routing moves it little)."""
+    models = models or load_models()
+    grid = []
+    for name, spec in sorted(models["models"].items()):
+        pars = [(1, 1)] + [(ep, 1) for ep in spec.get("typical_ep", []) if ep > 1 and spec["experts"] % ep == 0]
+        pars += [(1, tp) for tp in spec.get("typical_tp", []) if tp > 1]
+        for proj in ("gate_up", "down"):
+            for tokens in models["token_counts"]:
+                for routing in ROUTINGS:
+                    for ep, tp in pars:
+                        rows = tokens * spec["top_k"] // ep
+                        i = spec["expert_intermediate"] // tp
+                        n, k = (2 * i, spec["hidden"]) if proj == "gate_up" else (spec["hidden"], i)
+                        est = Problem("2d3d", 1, (rows,), 0, n, k)  # one group's rows, all groups' weights below
+                        weights_ms = (spec["experts"] // ep - 1) * n * k * 2 / 3e9
+                        if rows <= MAX_ROWS and roofline_ms(est) + weights_ms <= max_roofline_ms:
+                            grid.append((name, proj, tokens, routing, ep, tp))
+    return grid
+
+
+def model_problems(count: int, seed: int = 0, models: dict | None = None) -> list[Problem]:
+    """`count` problems drawn without replacement from `model_grid` (all of it when count >= its size)."""
+    models = models or load_models()
+    grid = model_grid(models)
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(grid), generator=gen).tolist()[: min(count, len(grid))]
+    out = []
+    for j in order:
+        name, proj, tokens, routing, ep, tp = grid[j]
+        out.append(model_problem(name, proj, tokens, routing, ep=ep, tp=tp, seed=seed * 100003 + j, models=models))
+    return out
+
+
+# -- problems sampled beyond the models ------------------------------------------------------------------------------
+
+LAYOUT_NAMES = ("2d3d", "3d2d", "2d2d", "3d3d")
+SAMPLE_DTYPES = ("bfloat16", "float16")
+MAX_BYTES = 6 << 30  # operands and output together
+
+
+def roofline_ms(problem: Problem, tflops: float = 700.0, gbps: float = 3000.0) -> float:
+    return max(problem.flops() / (tflops * 1e9), problem.min_bytes() / (gbps * 1e6))
+
+
+def _log_uniform(gen: torch.Generator, low: float, high: float) -> float:
+    u = float(torch.rand((), generator=gen, dtype=torch.float64))
+    return math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+
+
+def _dim(gen: torch.Generator, low: int, high: int, quantum: int = 64) -> int:
+    """A log-uniform extent rounded to a multiple of `quantum` (>= quantum)."""
+    return max(quantum, int(round(_log_uniform(gen, low, high) / quantum)) * quantum)
+
+
+def sample_problem(gen: torch.Generator, layout: str, dtype: str, index: int = 0) -> Problem:
+    """One problem beyond the models: log-uniform groups (1-256), rows per group (1-4096), N and K (128-16384),
+    a routing pattern, and the operand majors each layout has in a MoE layer."""
+    for _ in range(1000):
+        groups = min(256, int(_log_uniform(gen, 1, 257)))
+        routing = ROUTINGS[int(torch.randint(len(ROUTINGS), (), generator=gen))]
+        mean = _log_uniform(gen, 1, 4096)
+        total = max(0, int(round(mean * groups)))
+        a, b = _dim(gen, 128, 16384), _dim(gen, 128, 16384)
+        tag = f"sampled/{layout}/{dtype}/{index}/{routing}"
+        if layout == "3d3d":
+            m = _dim(gen, 16, 4096, 16)
+            p = Problem(layout, groups, (), m, a, b, dtype, "k", "k", name=tag.rsplit("/", 1)[0])
+        else:
+            sizes = distribute_rows(total, groups, routing, gen)
+            if layout == "2d3d":  # MoE forward: x [T, K] @ W [G, N, K]^T
+                p = Problem(layout, groups, sizes, 0, a, b, dtype, "k", "k", name=tag)
+            elif layout == "3d2d":  # ragged N: A [G, M, K], B [K, total] with K contiguous (TMA-able)
+                p = Problem(layout, groups, sizes, a, 0, b, dtype, "k", "k", name=tag)
+            else:  # 2d2d weight gradient: x.t() [M, T] (column-major) @ dy [T, N]
+                p = Problem(layout, groups, sizes, a, b, 0, dtype, "n", "m", name=tag)
+        if roofline_ms(p) <= MAX_ROOFLINE_MS and p.min_bytes() <= MAX_BYTES and (p.total or p.layout == "3d3d"):
+            return p
+    raise RuntimeError("could not draw a problem within the cost caps")  # pragma: no cover
+
+
+def sampled_problems(
+    count: int, seed: int = 0, layouts: tuple[str, ...] = ("2d3d",), dtypes: tuple[str, ...] = ("bfloat16",)
+) -> list[Problem]:
+    """`count` sampled problems, cycling over layouts x dtypes; the same arguments always give the same list."""
+    combos = [(lay, dt) for lay in layouts for dt in dtypes]
+    gen = torch.Generator().manual_seed(10_007 + seed)
+    return [sample_problem(gen, *combos[i % len(combos)], index=i) for i in range(count)]
+
+
+# -- the list a collection works through -----------------------------------------------------------------------------
+
+WORKLOADS = ("default", "public", "models", "sampled")
+
+
+def workload(
+    kind: str = "default",
+    count: int = 400,
+    seed: int = 0,
+    layouts: tuple[str, ...] = ("2d3d",),
+    dtypes: tuple[str, ...] = ("bfloat16",),
+) -> list[Problem]:
+    """The deterministic problem list of a collection, interleaved so any prefix is a fair mix.
+
+    default: the public problems, then models and sampled problems alternating (about 40% / 60%), for 2D x 3D bf16
+             (only when layouts/dtypes include it); the remaining layouts/dtypes get sampled problems
+    public:  the 18 public problems; models: the public-model grid; sampled: problems beyond the models
+    """
+    for lay in layouts:
+        if lay not in LAYOUT_NAMES:
+            raise ValueError(f"layout {lay!r}; expected some of {LAYOUT_NAMES}")
+    for dt in dtypes:
+        if dt not in SAMPLE_DTYPES + ("float32",):
+            raise ValueError(f"dtype {dt!r}; expected some of {SAMPLE_DTYPES + ('float32',)}")
+    if kind == "public":
+        return public_problems()[:count]
+    if kind == "models":
+        return model_problems(count, seed)
+    if kind == "sampled":
+        return sampled_problems(count, seed, layouts, dtypes)
+    if kind != "default":
+        raise ValueError(f"workload {kind!r}; expected one of {WORKLOADS}")
+    main = "2d3d" in layouts and "bfloat16" in dtypes
+    others = tuple((lay, dt) for lay in layouts for dt in dtypes if (lay, dt) != ("2d3d", "bfloat16"))
+    out: list[Problem] = public_problems() if main else []
+    n_rest = max(0, count - len(out))
+    n_models = int(0.4 * n_rest) if main else 0
+    models = model_problems(n_models, seed)
+    n_sampled = n_rest - len(models)
+    sampled: list[Problem] = []
+    if n_sampled:
+        if main and others:
+            n_main = (n_sampled + 1) // 2
+            sampled = _interleave(sampled_problems(n_main, seed), _mixed(n_sampled - n_main, seed, others))
+        elif main:
+            sampled = sampled_problems(n_sampled, seed)
+        else:
+            sampled = _mixed(n_sampled, seed, others)
+    return out + _interleave(models, sampled)
+
+
+def _mixed(count: int, seed: int, combos: tuple[tuple[str, str], ...]) -> list[Problem]:
+    gen = torch.Generator().manual_seed(20_011 + seed)
+    return [sample_problem(gen, *combos[i % len(combos)], index=i) for i in range(count)]
+
+
+def _interleave(a: list, b: list) -> list:
+    """Spread the shorter list evenly through the longer one."""
+    if not a or not b:
+        return a + b
+    out, ia, ib, total = [], 0, 0, len(a) + len(b)
+    for i in range(total):
+        if ib >= len(b) or (ia < len(a) and ia * total <= i * len(a)):
+            out.append(a[ia])
+            ia += 1
+        else:
+            out.append(b[ib])
+            ib += 1
+    return out

@@ -1,0 +1,488 @@
+"""`autoheur collect`: time every feasible config of every problem and log each outcome.
+
+For a problem list (a workload or a --shapes file) and one dataset directory:
+  1. fingerprint the device (properties, measured copy bandwidth and matmul rate, clocks, driver, versions) and open
+     the dataset: a rerun resumes it, skipping finished problems; other devices, versions or spaces are refused;
+  2. precompile, once per compile signature (layout, dtype, majors, residues mod 16), every feasible config on all
+     CPU cores: each is compiled and checked on a tiny twin of the problem (`precompile.py`); the outcome is kept
+     next to Triton's cache so a rerun on the same machine skips it;
+  3. per problem, on each GPU: draw the inputs, compute the fp32 reference, run every config that compiled once with
+     its output poisoned (that run also warms it) and check it against the reference (a wrong config is recorded
+     as "wrong" and never timed), then screen the rest (`timing.py`: L2 flushed, CUDA events, median and spread,
+     hopeless configs censored);
+  4. write the problem's rows as one atomic part (`store.py`). A killed run loses at most the problem in flight.
+
+`--gpus all` runs one process per GPU over disjoint shares; `--shard i/N` takes every N-th problem from i, for
+spreading one collection over machines (merge the datasets with `autoheur data merge`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from autoheur.collect.precompile import TOLERANCE, CompileResult, check_many
+from autoheur.collect.schema import Metadata, device_fingerprint, kernel_source_hash, problem_id, rows_for
+from autoheur.collect.store import DatasetStore
+from autoheur.collect.timing import Timer, Timing, WallTimer
+from autoheur.device import H100_SXM, DeviceSpec
+from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
+from autoheur.problem import Problem
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    reps: int = 5  # timed runs per config that survives round 1
+    abort_factor: float = 3.0  # round-1 time above this x the best: censored after one run
+    workers: int | None = None  # precompile processes (default: all cores)
+    time_limit_s: float | None = None  # start no new problem after this many seconds
+    config_sample: int | None = None  # time a fixed random subset of each problem's feasible configs (quick runs)
+    config_ids: tuple[str, ...] | None = None  # or exactly these configs (those feasible for the problem)
+    seed: int = 0  # inputs and the config sample
+
+
+# -- the device fingerprint -------------------------------------------------------------------------------------------
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def device_spec(index: int = 0) -> DeviceSpec:
+    """The GPU's spec; under the interpreter, H100 feasibility rules under a name that says it is not an H100."""
+    if interpreting() or not torch.cuda.is_available():
+        return replace(H100_SXM, name="Triton interpreter (H100 rules)")
+    return DeviceSpec.from_torch(index)
+
+
+def measure_device(index: int = 0) -> dict:
+    """Measured copy bandwidth (GB/s) and dense matmul rate (TFLOP/s, bf16 8192^3) of a GPU; tiny on the CPU."""
+    from autoheur.collect.timing import bench_ms
+
+    if interpreting() or not torch.cuda.is_available():
+        x = torch.randn(1 << 22)
+        t0 = time.perf_counter()
+        y = x.clone()
+        copy = 2 * x.numel() * 4 / max(time.perf_counter() - t0, 1e-9) / 1e9
+        a = torch.randn(512, 512)
+        t0 = time.perf_counter()
+        a @ a
+        mm = 2 * 512**3 / max(time.perf_counter() - t0, 1e-9) / 1e12
+        del y
+        return {"copy_GBps": round(copy, 1), "matmul_TFLOPs": round(mm, 3)}
+    with torch.cuda.device(index):
+        copy = _copy_GBps(bench_ms)
+        a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+        b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+        ms = bench_ms(lambda: a @ b, rep_ms=300)
+        return {"copy_GBps": round(copy, 1), "matmul_TFLOPs": round(2 * 8192**3 / ms / 1e9, 1)}
+
+
+def _copy_GBps(bench_ms) -> float:
+    src = torch.empty(1 << 29, dtype=torch.bfloat16, device="cuda").normal_()  # 1 GiB, freed on return
+    dst = torch.empty_like(src)
+    ms = bench_ms(lambda: dst.copy_(src), rep_ms=200)
+    return 2 * src.numel() * 2 / ms / 1e6
+
+
+def query_clocks(index: int = 0) -> tuple[dict | None, str | None]:
+    """(max and current SM / memory clocks in MHz, driver version) from nvidia-smi; (None, None) without it."""
+    fields = "clocks.max.sm,clocks.max.mem,clocks.sm,clocks.mem,driver_version"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--id={index}", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    vals = [v.strip() for v in out.split(",")]
+    if len(vals) != 5:
+        return None, None
+
+    def num(v: str):
+        try:
+            return int(float(v))
+        except ValueError:
+            return None
+
+    return {"max_sm_mhz": num(vals[0]), "max_mem_mhz": num(vals[1]), "sm_mhz": num(vals[2]), "mem_mhz": num(vals[3])}, (
+        vals[4]
+    )
+
+
+def fingerprint(index: int = 0) -> dict:
+    clocks, driver = query_clocks(index) if not interpreting() else (None, None)
+    return device_fingerprint(device_spec(index), clocks=clocks, driver=driver, **measure_device(index))
+
+
+def dataset_metadata(index: int = 0) -> Metadata:
+    from autoheur.collect.timing import TIMING_VERSION
+
+    device = fingerprint(index)
+    return Metadata(device, space_hash=SPACE_HASH, kernel_hash=kernel_source_hash(), timing_version=TIMING_VERSION)
+
+
+# -- precompilation ---------------------------------------------------------------------------------------------------
+
+
+def compile_key(problem: Problem, spec: DeviceSpec) -> str:
+    """Problems with one key run the same binaries: the shrunk twin keeps everything Triton specializes on."""
+    from autoheur.collect.schema import toolchain_versions
+
+    tiny = problem.shrunk()
+    spec_key = [tiny.layout, tiny.dtype, tiny.a_major, tiny.b_major, tiny.m, tiny.n, tiny.k]  # not G: unspecialized
+    text = json.dumps([spec_key, spec.name, kernel_source_hash(), SPACE_HASH, toolchain_versions()], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def ledger_dir() -> Path:
+    """Beside Triton's cache: precompile outcomes are only worth keeping while its binaries are."""
+    cache = os.environ.get("TRITON_CACHE_DIR") or str(Path.home() / ".triton" / "cache")
+    return Path(cache) / "autoheur-precompile"
+
+
+def feasible_for(problem: Problem, spec: DeviceSpec, opts: CollectOptions) -> list[KernelConfig]:
+    """The configs a problem's rows cover: its feasible space, or the requested subset of it."""
+    from autoheur.kernels.validate import validate
+
+    where = "cuda" if torch.cuda.is_available() and not interpreting() else "cpu"
+    a, b, offs = problem.shrunk().make_inputs(where)
+    feas = feasible_configs(validate(a, b, offs).signature, spec)
+    if opts.config_ids is not None:
+        wanted = set(opts.config_ids)
+        return [c for c in feas if c.config_id in wanted]
+    if opts.config_sample is not None and opts.config_sample < len(feas):
+        gen = torch.Generator().manual_seed(opts.seed)
+        pick = sorted(torch.randperm(len(feas), generator=gen)[: opts.config_sample].tolist())
+        return [feas[i] for i in pick]
+    return feas
+
+
+def precompile_all(
+    problems: Sequence[Problem], spec: DeviceSpec, opts: CollectOptions, log: Callable[[str], None]
+) -> dict[str, dict[str, CompileResult]]:
+    """compile key -> config_id -> outcome, for every key among `problems` (from the ledger when it has it)."""
+    out: dict[str, dict[str, CompileResult]] = {}
+    for p in problems:
+        key = compile_key(p, spec)
+        if key in out:
+            continue
+        configs = feasible_for(p, spec, opts)
+        path = ledger_dir() / f"{key}.json"
+        done: dict[str, CompileResult] = {}
+        if path.exists():
+            try:
+                done = {r["config_id"]: CompileResult(**r) for r in json.loads(path.read_text())}
+            except (ValueError, TypeError, KeyError):
+                done = {}
+        todo = [c for c in configs if c.config_id not in done]
+        if todo:
+            t0 = time.perf_counter()
+            label = f"{p.layout} {p.dtype} a:{p.a_major} b:{p.b_major}"
+            log(f"precompiling {len(todo)} configs for {label} (key {key}) on {opts.workers or os.cpu_count()} cores")
+            results = check_many([(p.shrunk(), c) for c in todo], workers=opts.workers)
+            done.update({r.config_id: r for r in results})
+            bad = sum(r.status != "ok" for r in results)
+            log(f"  compiled and checked in {time.perf_counter() - t0:.1f} s; {bad} not ok")
+            if not interpreting():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".tmp{os.getpid()}")
+                tmp.write_text(json.dumps([asdict(r) for r in done.values()]))
+                tmp.replace(path)
+        out[key] = done
+    return out
+
+
+# -- one problem ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProblemStats:
+    problem_id: str
+    name: str
+    configs: int
+    timed: int
+    censored: int
+    failed: int
+    best_ms: float
+    median_ms: float
+    worst_ms: float
+    best_config: str
+    check_s: float
+    timing_s: float
+    wall_s: float
+
+    @property
+    def timings_per_s(self) -> float:
+        return self.timed / self.timing_s if self.timing_s > 0 else math.nan
+
+
+def measure_problem(
+    problem: Problem,
+    configs: Sequence[KernelConfig],
+    compiled: dict[str, CompileResult],
+    opts: CollectOptions,
+    device: torch.device,
+    timer,
+) -> tuple[list[tuple[KernelConfig, str, Timing | None]], ProblemStats]:
+    """Check and time every config of one problem; returns (config, status, timing) per config and stats."""
+    from autoheur.collect.precompile import classify_error
+    from autoheur.kernels.grouped_gemm import launch
+    from autoheur.kernels.reference import reference_grouped_mm
+    from autoheur.kernels.validate import validate
+
+    t_start = time.perf_counter()
+    a, b, offs = problem.make_inputs(device, seed=opts.seed)
+    call = validate(a, b, offs)
+    ref = reference_grouped_mm(a, b, offs, torch.float32)
+    ref_norm = ref.norm().clamp_min(1e-30)
+    out = torch.empty(call.out_shape, dtype=call.out_dtype, device=device)
+    tol = TOLERANCE[problem.dtype]
+
+    status: dict[str, str] = {}
+    errs: dict[str, torch.Tensor] = {}
+    for cfg in configs:
+        r = compiled.get(cfg.config_id)
+        if r is None or r.status != "ok":
+            status[cfg.config_id] = r.status if r is not None else "crashed"
+            continue
+        out.fill_(float("nan"))
+        try:
+            launch(call, cfg, out)
+        except Exception as exc:  # a launch that fails here failed for this problem only; record it, go on
+            status[cfg.config_id] = classify_error(exc)
+            continue
+        errs[cfg.config_id] = torch.linalg.vector_norm(out.float() - ref) / ref_norm  # NaN if anything is unwritten
+    if errs:
+        values = torch.stack(list(errs.values())).cpu().tolist()
+        for cid, err in zip(errs, values, strict=True):
+            status[cid] = "ok" if err <= tol else "wrong"  # NaN compares False: wrong
+    check_s = time.perf_counter() - t_start
+
+    by_id = {c.config_id: c for c in configs}
+    fns = {cid: (lambda c=by_id[cid]: launch(call, c, out)) for cid, s in status.items() if s == "ok"}
+    t0 = time.perf_counter()
+    timings = timer.screen(fns, reps=opts.reps, abort_factor=opts.abort_factor) if fns else {}
+    timing_s = time.perf_counter() - t0
+
+    results = [(c, status[c.config_id], timings.get(c.config_id)) for c in configs]
+    ok = sorted((t.median_ms, cid) for cid, t in timings.items() if not t.censored)
+    all_t = sorted(t.median_ms for t in timings.values())
+    stats = ProblemStats(
+        problem_id=problem_id(problem),
+        name=problem.name,
+        configs=len(configs),
+        timed=len(timings),
+        censored=sum(t.censored for t in timings.values()),
+        failed=sum(s != "ok" for s in status.values()),
+        best_ms=ok[0][0] if ok else math.nan,
+        median_ms=all_t[len(all_t) // 2] if all_t else math.nan,
+        worst_ms=all_t[-1] if all_t else math.nan,
+        best_config=ok[0][1] if ok else "",
+        check_s=check_s,
+        timing_s=timing_s,
+        wall_s=time.perf_counter() - t_start,
+    )
+    return results, stats
+
+
+# -- the run ----------------------------------------------------------------------------------------------------------
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected i/N, e.g. 0/4") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise ValueError(f"--shard {text!r}: need 0 <= i < N")
+    return i, n
+
+
+def shard(problems: Sequence[Problem], index: int, count: int) -> list[Problem]:
+    """Every count-th problem from index: disjoint shares that together cover the list."""
+    return list(problems[index::count])
+
+
+def _worker(
+    rank: int,
+    problems: list[Problem],
+    root: str,
+    meta: Metadata,
+    opts: CollectOptions,
+    compiled: dict[str, dict[str, CompileResult]],
+    report: Callable[[dict], None],
+    deadline: float | None,
+) -> None:
+    """Collect `problems` on GPU `rank` (the CPU under the interpreter) into the dataset at `root`."""
+    gpu = torch.cuda.is_available() and not interpreting()
+    if gpu:
+        torch.cuda.set_device(rank)
+    device = torch.device("cuda", rank) if gpu else torch.device("cpu")
+    spec = device_spec(rank)
+    store = DatasetStore.open(Path(root), meta)
+    timer = Timer(device) if gpu else WallTimer()
+    log_path = Path(root) / "runs" / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{socket.gethostname()}-{rank}.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    for p in problems:
+        if deadline is not None and time.time() > deadline:
+            report({"kind": "stopped", "rank": rank})
+            return
+        pid = problem_id(p)
+        if pid in store.done_problems():  # another worker or run got there first
+            report({"kind": "skipped", "rank": rank, "problem_id": pid})
+            continue
+        configs = feasible_for(p, spec, opts)
+        results, stats = measure_problem(p, configs, compiled[compile_key(p, spec)], opts, device, timer)
+        try:
+            store.write_problem(p, rows_for(p, results))
+        except FileExistsError:
+            report({"kind": "skipped", "rank": rank, "problem_id": pid})
+            continue
+        record = {**asdict(stats), "timings_per_s": stats.timings_per_s, "rank": rank}
+        with log_path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        report({"kind": "done", **record})
+        if gpu:
+            torch.cuda.empty_cache()
+    report({"kind": "finished", "rank": rank})
+
+
+def _spawned_worker(rank, problems, root, meta, opts, compiled, queue, deadline) -> None:
+    try:
+        _worker(rank, problems, root, meta, opts, compiled, queue.put, deadline)
+    except BaseException as exc:  # tell the parent, then die: the problem in flight is simply not written
+        queue.put({"kind": "error", "rank": rank, "message": f"{type(exc).__name__}: {exc}"})
+        raise
+
+
+class Progress:
+    """One line per finished problem: count, rate, ETA and the problem's figures (to stderr)."""
+
+    def __init__(self, total: int, stream=None):
+        self.total, self.done, self.t0 = total, 0, time.time()
+        self.stream = stream or sys.stderr
+        self.timed = 0
+        self.timing_s = 0.0
+
+    def update(self, rec: dict) -> None:
+        self.done += 1
+        self.timed += rec.get("timed", 0)
+        self.timing_s += rec.get("timing_s", 0.0)
+        el = time.time() - self.t0
+        eta = el / self.done * (self.total - self.done)
+        pct = 100 * self.done / max(self.total, 1)
+        rate = self.timed / self.timing_s if self.timing_s > 0 else float("nan")
+        bar = "#" * int(pct / 5)
+        self.stream.write(
+            f"[{bar:<20s}] {self.done}/{self.total} {pct:3.0f}% {_hms(el)} elapsed, ETA {_hms(eta)}, "
+            f"{rate:.0f} timings/s | {rec.get('name') or rec.get('problem_id')}: best {rec.get('best_ms', 0):.4f} ms "
+            f"{rec.get('best_config', '')} ({rec.get('wall_s', 0):.1f} s)\n"
+        )
+        self.stream.flush()
+
+
+def _hms(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def collect(
+    problems: Sequence[Problem],
+    root: Path | str,
+    opts: CollectOptions = CollectOptions(),
+    *,
+    new: bool = False,
+    gpus: int = 1,
+    shard_spec: tuple[int, int] = (0, 1),
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> dict:
+    """Collect `problems` (this shard's share) into the dataset at `root`; returns a summary of the run."""
+    t0 = time.time()
+    deadline = t0 + opts.time_limit_s if opts.time_limit_s else None
+    ids = [problem_id(p) for p in problems]
+    if len(set(ids)) != len(ids):
+        dup = len(ids) - len(set(ids))
+        log(f"{dup} duplicate problems in the list: each is collected once")
+        problems = list({pid: p for pid, p in zip(ids, problems, strict=True)}.values())
+    mine = shard(problems, *shard_spec)
+    meta = dataset_metadata(0)
+    store = DatasetStore.open(Path(root), meta, new=new)
+    done = store.done_problems()
+    todo = [p for p in mine if problem_id(p) not in done]
+    log(
+        f"dataset {root}: device {meta.device_name}, {len(done)} problems already there; "
+        f"this run: {len(todo)} of {len(mine)} problems in shard {shard_spec[0]}/{shard_spec[1]}"
+    )
+    summary = {"root": str(root), "todo": len(todo), "already_done": len(mine) - len(todo), "done": 0, "errors": []}
+    if not todo:
+        return summary
+    spec = device_spec(0)
+    t_c = time.time()
+    compiled = precompile_all(todo, spec, opts, log)
+    summary["precompile_s"] = time.time() - t_c
+
+    progress = Progress(len(todo))
+    records = []
+    gpu_count = max(1, gpus)
+    if gpu_count == 1:
+
+        def report(rec):
+            if rec["kind"] == "done":
+                records.append(rec)
+                progress.update(rec)
+
+        _worker(0, todo, str(root), meta, opts, compiled, report, deadline)
+    else:
+        ctx = mp.get_context("spawn")
+        queue = ctx.Queue()
+        procs = [
+            ctx.Process(
+                target=_spawned_worker,
+                args=(r, shard(todo, r, gpu_count), str(root), meta, opts, compiled, queue, deadline),
+            )
+            for r in range(gpu_count)
+        ]
+        for pr in procs:
+            pr.start()
+        live = gpu_count
+        while live:
+            try:
+                rec = queue.get(timeout=5)
+            except Exception:  # queue.Empty: check for workers that died without a word
+                if not any(pr.is_alive() for pr in procs):
+                    break
+                continue
+            if rec["kind"] == "done":
+                records.append(rec)
+                progress.update(rec)
+            elif rec["kind"] in ("finished", "stopped"):
+                live -= 1
+            elif rec["kind"] == "error":
+                summary["errors"].append(rec)
+                log(f"GPU worker {rec['rank']} failed: {rec['message']}")
+                live -= 1
+        for pr in procs:
+            pr.join()
+    summary["done"] = len(records)
+    summary["wall_s"] = time.time() - t0
+    if records:
+        timed = sum(r["timed"] for r in records)
+        timing_s = sum(r["timing_s"] for r in records)
+        summary["timings"] = timed
+        summary["timings_per_s_per_gpu"] = timed / timing_s if timing_s else math.nan
+        summary["seconds_per_problem"] = sum(r["wall_s"] for r in records) / len(records)
+    return summary

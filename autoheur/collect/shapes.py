@@ -1,0 +1,192 @@
+"""`--shapes FILE`: the user's own problems, one per line, as JSON lines (.jsonl / .json) or CSV (.csv, with a header).
+
+Fields (CSV columns or JSON keys):
+  layout   2d3d (default) | 3d2d | 2d2d | 3d3d
+  groups   number of groups (experts), >= 1
+  sizes    the per-group ragged extents: a JSON list, or in CSV a list separated by spaces, ';' or '|'
+    -- or, instead of sizes --
+  total    rows (2d3d), columns (3d2d) or reduction length (2d2d) over all groups, and
+  routing  uniform | balanced_jitter | zipf (how `total` splits over the groups), optional `zipf_s`, `seed`
+  m, n, k  the fixed extents: 2d3d needs n, k; 3d2d m, k; 2d2d m, n; 3d3d m, n, k (per batch)
+  dtype    bfloat16 (default) | float16 | float32 (also bf16, fp16, fp32)
+  b_major  k (default; B stored [.., N, K] as MoE weights are) | n
+  a_major  k (default) | m
+  name     a label (optional)
+
+Every line is checked before anything is collected; all bad lines are reported together, each with its line number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import torch
+
+from autoheur.collect.workloads import ROUTINGS, distribute_rows
+from autoheur.problem import LAYOUTS, Problem
+
+DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+FIELDS = ("layout", "groups", "sizes", "total", "routing", "zipf_s", "seed", "m", "n", "k", "dtype", "b_major",
+          "a_major", "name")  # fmt: skip
+NEEDS = {"2d3d": ("n", "k"), "3d2d": ("m", "k"), "2d2d": ("m", "n"), "3d3d": ("m", "n", "k")}
+
+
+class ShapesError(ValueError):
+    """Bad lines in a shapes file; `errors` holds (line number, message) for each."""
+
+    def __init__(self, path: str, errors: list[tuple[int, str]]):
+        self.errors = errors
+        lines = "\n".join(f"  {path}:{ln}: {msg}" for ln, msg in errors)
+        super().__init__(f"{len(errors)} bad line(s) in {path}; nothing was collected:\n{lines}")
+
+
+def load_shapes(path: str | Path) -> list[Problem]:
+    """Parse a shapes file into problems; raises ShapesError listing every bad line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"shapes file {path} does not exist")
+    return parse_shapes(path.read_text(), fmt="csv" if path.suffix.lower() == ".csv" else "jsonl", source=str(path))
+
+
+def parse_shapes(text: str, fmt: str = "jsonl", source: str = "<shapes>") -> list[Problem]:
+    if fmt not in ("jsonl", "csv"):
+        raise ValueError(f"shapes format {fmt!r}: expected 'jsonl' or 'csv'")
+    records = _jsonl_records(text) if fmt == "jsonl" else _csv_records(text)
+    problems, errors = [], []
+    for line_no, rec in records:
+        if isinstance(rec, str):  # a parse error already
+            errors.append((line_no, rec))
+            continue
+        try:
+            problems.append(problem_from_record(rec, default_name=f"{Path(source).name}:{line_no}"))
+        except (ValueError, TypeError) as exc:
+            errors.append((line_no, str(exc)))
+    if errors:
+        raise ShapesError(source, errors)
+    if not problems:
+        raise ShapesError(source, [(0, "no problems in the file")])
+    return problems
+
+
+def _jsonl_records(text: str):
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        try:
+            rec = json.loads(s)
+        except json.JSONDecodeError as exc:
+            yield i, f"not valid JSON ({exc.msg} at column {exc.colno})"
+            continue
+        yield i, rec if isinstance(rec, dict) else f"expected a JSON object, got {type(rec).__name__}"
+
+
+def _csv_records(text: str):
+    lines = text.splitlines()
+    body = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    if not body:
+        return
+    header_no, header = body[0]
+    cols = [c.strip() for c in next(csv.reader([header]))]
+    unknown = [c for c in cols if c not in FIELDS]
+    if unknown:
+        yield header_no, f"unknown column(s) {unknown} in the header; known: {list(FIELDS)}"
+        return
+    for i, ln in body[1:]:
+        row = next(csv.reader(io.StringIO(ln)))
+        if len(row) != len(cols):
+            yield i, f"{len(row)} values for {len(cols)} columns"
+            continue
+        yield i, {c: v.strip() for c, v in zip(cols, row, strict=True) if v.strip() != ""}
+
+
+def _int(rec: dict, key: str, low: int = 0) -> int:
+    v = rec[key]
+    if isinstance(v, bool):
+        raise ValueError(f"{key}={v!r} is not an integer")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key}={v!r} is not an integer") from None
+    if not f.is_integer():
+        raise ValueError(f"{key}={v!r} is not an integer")
+    if f < low:
+        raise ValueError(f"{key}={int(f)} must be >= {low}")
+    return int(f)
+
+
+def _sizes(v) -> tuple[int, ...]:
+    if isinstance(v, str):
+        v = [s for s in re.split(r"[\s;|]+", v.strip().strip("[]")) if s]
+    if not isinstance(v, list | tuple):
+        raise ValueError(f"sizes={v!r} must be a list of integers")
+    out = []
+    for s in v:
+        try:
+            f = float(s)
+        except (TypeError, ValueError):
+            raise ValueError(f"sizes holds {s!r}, not an integer") from None
+        if not f.is_integer() or f < 0:
+            raise ValueError(f"sizes holds {s!r}: sizes are integers >= 0")
+        out.append(int(f))
+    return tuple(out)
+
+
+def problem_from_record(rec: dict, default_name: str = "") -> Problem:
+    """One problem from a parsed line (JSON object or CSV row as strings)."""
+    unknown = sorted(set(rec) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {unknown}; known: {list(FIELDS)}")
+    layout = str(rec.get("layout", "2d3d"))
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}; expected one of {sorted(LAYOUTS)}")
+    if "groups" not in rec:
+        raise ValueError("groups is required")
+    groups = _int(rec, "groups", 1)
+    dtype = str(rec.get("dtype", "bfloat16"))
+    dtype = DTYPE_ALIASES.get(dtype, dtype)
+    missing = [d for d in NEEDS[layout] if d not in rec]
+    if missing:
+        raise ValueError(f"layout {layout} needs {', '.join(NEEDS[layout])}; missing {', '.join(missing)}")
+    dims = {d: (_int(rec, d, 1) if d in NEEDS[layout] else 0) for d in "mnk"}
+    if layout == "3d3d":
+        if "sizes" in rec or "total" in rec:
+            raise ValueError("layout 3d3d is batched: it takes m, n, k and no sizes or total")
+        sizes: tuple[int, ...] = ()
+    elif "sizes" in rec:
+        if "total" in rec or "routing" in rec:
+            raise ValueError("give either sizes or total + routing, not both")
+        sizes = _sizes(rec["sizes"])
+        if len(sizes) != groups:
+            raise ValueError(f"{len(sizes)} sizes for groups={groups}")
+    elif "total" in rec:
+        total = _int(rec, "total", 0)
+        routing = str(rec.get("routing", "uniform"))
+        if routing not in ROUTINGS:
+            raise ValueError(f"routing={routing!r}; expected one of {ROUTINGS}")
+        zipf_s = None
+        if "zipf_s" in rec:
+            try:
+                zipf_s = float(rec["zipf_s"])
+            except (TypeError, ValueError):
+                raise ValueError(f"zipf_s={rec['zipf_s']!r} is not a number") from None
+            if not 0 < zipf_s <= 4:
+                raise ValueError(f"zipf_s={zipf_s} must be in (0, 4]")
+        seed = _int(rec, "seed", 0) if "seed" in rec else 0
+        sizes = distribute_rows(total, groups, routing, torch.Generator().manual_seed(seed), zipf_s)
+    else:
+        raise ValueError("give the per-group sizes, or total and routing")
+    return Problem(
+        layout=layout,
+        groups=groups,
+        sizes=sizes,
+        dtype=dtype,
+        b_major=str(rec.get("b_major", "k")),
+        a_major=str(rec.get("a_major", "k")),
+        name=str(rec.get("name", default_name)),
+        **dims,
+    )

@@ -1,0 +1,233 @@
+"""`autoheur collect` end to end under the Triton interpreter: real kernel, real (meaningless) timings, real dataset."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from autoheur.collect import runner
+from autoheur.collect.runner import CollectOptions, collect, parse_shard, shard
+from autoheur.collect.schema import Metadata, problem_from_row, problem_id
+from autoheur.collect.store import DatasetStore
+from autoheur.collect.timing import TIMING_VERSION, Timing, _Protocol
+from autoheur.problem import Problem
+
+TINY = [
+    Problem("2d3d", 3, (5, 0, 19), 0, 40, 24, "float16", name="tiny-2d3d"),
+    Problem("2d2d", 2, (7, 9), 24, 40, 0, "float32", "n", "m", name="tiny-2d2d"),
+]
+IDS = ("m16n64k32s2w2g1-ptr", "m32n64k32s2w4g8-ptr", "m16n64k64s3w2g1-tma", "m64n64k32s2w4g1-ptr")
+OPTS = CollectOptions(reps=2, workers=1, config_ids=IDS)
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+def test_end_to_end_two_problems(tmp_path):
+    root = tmp_path / "ds"
+    summary = collect(TINY, root, OPTS, log=quiet)
+    assert summary["done"] == 2 and not summary["errors"]
+    store = DatasetStore.load(root)
+    assert store.meta.device_name == "Triton interpreter (H100 rules)"
+    assert store.meta.timing_version == TIMING_VERSION
+    df = store.read()
+    assert sorted(df["problem_name"].unique()) == ["tiny-2d2d", "tiny-2d3d"]
+    assert len(df) == 2 * len(IDS)  # every requested config is feasible for both: one row each
+    assert set(df["config_id"]) == set(IDS)
+    assert (df["status"] == "ok").all()
+    assert (df["median_ms"] > 0).all() and (df["reps"] == 2).all()
+    for p in TINY:  # the exact problem comes back from its rows
+        row = df[df["problem_id"] == problem_id(p)].iloc[0]
+        assert problem_from_row(row) == p
+    logs = list((root / "runs").glob("*.jsonl"))
+    assert logs and sum(len(f.read_text().splitlines()) for f in logs) == 2
+
+
+def test_rerun_skips_finished_problems(tmp_path):
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    before = (root / f"part-{problem_id(TINY[0])}.parquet").read_bytes()
+    summary = collect(TINY, root, OPTS, log=quiet)
+    assert summary["already_done"] == 1 and summary["done"] == 1
+    assert (root / f"part-{problem_id(TINY[0])}.parquet").read_bytes() == before  # untouched
+    df = DatasetStore.load(root).read()
+    assert len(df) == len(df.drop_duplicates(["problem_id", "config_id"])) == 2 * len(IDS)
+
+
+def test_interrupted_problem_is_lost_whole_and_redone(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    real = runner.measure_problem
+    calls = []
+
+    def dies_on_second(problem, *a, **k):
+        calls.append(problem.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # a kill in the middle of the second problem
+        return real(problem, *a, **k)
+
+    monkeypatch.setattr(runner, "measure_problem", dies_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        collect(TINY, root, OPTS, log=quiet)
+    store = DatasetStore.load(root)
+    assert store.done_problems() == {problem_id(TINY[0])}
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp")]
+    monkeypatch.setattr(runner, "measure_problem", real)
+    assert collect(TINY, root, OPTS, log=quiet)["done"] == 1
+    df = DatasetStore.load(root).read()
+    assert df.groupby("problem_id").size().tolist() == [len(IDS), len(IDS)]
+
+
+def test_sigkill_mid_run_loses_nothing_finished_and_duplicates_nothing(tmp_path):
+    """A real kill -9 of a collecting process, then a rerun: every problem exactly once."""
+    root = tmp_path / "ds"
+    problems = [Problem("2d3d", 2, (3 + i, 9), 0, 40, 24, "float16", name=f"p{i}") for i in range(4)]
+    script = tmp_path / "run.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import os
+        os.environ["TRITON_INTERPRET"] = "1"
+        from autoheur.collect.runner import CollectOptions, collect
+        from autoheur.problem import Problem
+        problems = {problems!r}
+        collect(problems, {str(root)!r}, CollectOptions(reps=2, workers=1, config_ids={IDS!r}), log=print)
+        """)
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if root.exists() and len(list(root.glob("part-*.parquet"))) >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"collection ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = DatasetStore.load(root).done_problems()
+    assert 1 <= len(first) < len(problems)
+    collect(problems, root, CollectOptions(reps=2, workers=1, config_ids=IDS), log=quiet)
+    store = DatasetStore.load(root)
+    assert store.done_problems() == {problem_id(p) for p in problems}
+    df = store.read()  # validates every part: schema, metadata, no duplicate (problem, config)
+    assert len(df) == len(problems) * len(IDS)
+
+
+def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    real = runner.dataset_metadata
+
+    def other_gpu(index=0):
+        meta = real(index)
+        return Metadata({**meta.device, "name": "Some Other GPU", "sm_count": 100}, meta.space_hash, meta.kernel_hash)
+
+    monkeypatch.setattr(runner, "dataset_metadata", other_gpu)
+    with pytest.raises(ValueError, match="not comparable.*--new-dataset"):
+        collect(TINY, root, OPTS, log=quiet)
+    summary = collect(TINY, root, OPTS, new=True, log=quiet)  # the old one is moved aside, never deleted
+    assert summary["done"] == 2
+    assert len(list(tmp_path.glob("ds.old-*"))) == 1
+
+
+def test_older_timing_protocol_is_refused(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    real = runner.dataset_metadata
+    monkeypatch.setattr(
+        runner, "dataset_metadata", lambda index=0: Metadata(**{**real(index).to_dict(), "timing_version": 1})
+    )
+    collect(TINY[:1], root, OPTS, log=quiet)
+    monkeypatch.setattr(runner, "dataset_metadata", real)
+    with pytest.raises(ValueError, match="timing_version"):
+        collect(TINY, root, OPTS, log=quiet)
+
+
+def test_wrong_config_is_recorded_and_never_timed(tmp_path, monkeypatch):
+    import autoheur.kernels.grouped_gemm as gg
+
+    real = gg.launch
+    bad = IDS[1]
+
+    def launch(call, cfg, out):
+        real(call, cfg, out)
+        if cfg.config_id == bad:
+            out.mul_(1.5)  # a plausible-looking but wrong result
+        return out
+
+    monkeypatch.setattr(gg, "launch", launch)
+    collect(TINY[:1], tmp_path / "ds", OPTS, log=quiet)
+    df = DatasetStore.load(tmp_path / "ds").read().set_index("config_id")
+    assert df.loc[bad, "status"] == "wrong"
+    assert df.loc[bad, "reps"] == 0 and df["median_ms"].isna().sum() == 1
+    assert (df.drop(bad)["status"] == "ok").all()
+
+
+def test_config_sample_is_a_fixed_subset(tmp_path):
+    opts = CollectOptions(reps=1, workers=1, config_sample=3, seed=5)
+    spec = runner.device_spec()
+    a = runner.feasible_for(TINY[0], spec, opts)
+    b = runner.feasible_for(TINY[0], spec, opts)
+    assert len(a) == 3 and a == b
+    assert runner.feasible_for(TINY[0], spec, CollectOptions(config_sample=3, seed=6)) != a
+
+
+def test_two_workers_share_the_problems(tmp_path):
+    """--gpus 2 code path (two spawned workers; on the CPU both run the interpreter)."""
+    summary = collect(TINY, tmp_path / "ds", OPTS, gpus=2, log=quiet)
+    assert summary["done"] == 2 and not summary["errors"]
+    assert DatasetStore.load(tmp_path / "ds").done_problems() == {problem_id(p) for p in TINY}
+
+
+def test_time_limit_stops_before_new_problems(tmp_path):
+    opts = CollectOptions(reps=1, workers=1, config_ids=IDS, time_limit_s=1e-9)
+    summary = collect(TINY, tmp_path / "ds", opts, log=quiet)
+    assert summary["done"] == 0
+
+
+def test_shards_are_disjoint_and_cover():
+    items = list(range(10))
+    parts = [shard(items, i, 3) for i in range(3)]
+    assert sorted(sum(parts, [])) == items
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("3/3", "x", "1/0", "-1/2"):
+        with pytest.raises(ValueError, match="--shard"):
+            parse_shard(bad)
+
+
+class FixedTimes(_Protocol):
+    """The screening protocol over preset run times (ms): config -> list of its successive runs."""
+
+    def __init__(self, times: dict[str, list[float]]):
+        self.times = {k: list(v) for k, v in times.items()}
+        self.calls: list[tuple[str, int]] = []
+
+    def _times(self, fns, names, runs):
+        out = {}
+        for n in names:
+            self.calls.append((n, runs))
+            out[n] = [self.times[n].pop(0) for _ in range(runs)]
+        return out
+
+
+def test_screen_censors_hopeless_configs_after_one_run():
+    t = FixedTimes({"fast": [1.0, 1.2, 1.1, 0.9], "ok": [2.9, 3.0, 3.1, 3.0], "slow": [3.2, 9, 9, 9]})
+    out = t.screen(dict.fromkeys(t.times, lambda: None), reps=4, abort_factor=3.0)
+    assert out["slow"] == Timing(3.2, 0.0, 1, True)  # 3.2 > 3 x 1.0: one run, a lower bound
+    assert out["fast"].reps == 4 and not out["fast"].censored
+    assert out["fast"].median_ms == pytest.approx(1.05)
+    assert out["ok"].median_ms == pytest.approx(3.0)
+    assert ("slow", 3) not in t.calls  # no further runs spent on it
+
+
+def test_screen_single_rep_and_bad_arguments():
+    t = FixedTimes({"a": [1.0], "b": [5.0]})
+    out = t.screen(dict.fromkeys(t.times, lambda: None), reps=1, abort_factor=2.0)
+    assert out["a"] == Timing(1.0, 0.0, 1, False) and out["b"].censored
+    with pytest.raises(ValueError):
+        t.screen({"a": lambda: None}, reps=0)
+    assert t.screen({}, reps=3) == {}
