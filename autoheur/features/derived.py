@@ -1,0 +1,90 @@
+"""Features of a (problem, config) pair: tiles, waves, padding, k-loop, memory traffic, a crude time estimate.
+
+Every per-group sum comes from `ProblemArrays`: sums of the fixed extents times the group count, and sum_g
+ceil(s_g / B) over the ragged sizes looked up in `tile_sums` for the config's block size. With one ragged dimension,
+sum_g x_g y_g z_g = (sum x)(sum y)(sum z) / G^2 whenever at most one factor varies across groups, which gives tiles,
+padded FLOPs and operand re-reads exactly, without a loop over groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autoheur.features.config import ConfigArrays
+from autoheur.features.device import DeviceParams
+from autoheur.features.problem import BLOCKS, ProblemArrays, log2_ratio, log2p
+
+DERIVED_FEATURES = (
+    "log2_tiles_m_per_group", "log2_tiles_n_per_group", "log2_total_tiles", "waves", "last_wave_idle_frac",
+    "log2_programs", "log2_tiles_per_program", "pad_waste_m", "pad_waste_n", "pad_waste_k", "pad_waste_mnk",
+    "log2_k_iters", "stages_per_k_iter", "log2_tile_intensity_over_ridge", "log2_reread", "log10_config_est_us",
+)  # fmt: skip
+
+
+def derived_features(
+    p: ProblemArrays,
+    codes: np.ndarray | None,
+    c: ConfigArrays,
+    dev: DeviceParams,
+    occupancy: np.ndarray,
+    log2_tile_intensity: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The DERIVED_FEATURES of rows pairing problem `codes[i]` of `p` with config i of `c`.
+
+    `codes` None: `p` holds one problem, paired with every config (inference).
+    """
+    get = (lambda a: a[0]) if codes is None else (lambda a: a[codes])
+    r, g, total, elem = get(p.ragged), get(p.groups), get(p.total), get(p.elem)
+    tm, tn, tk, flops = get(p.tm), get(p.tn), get(p.tk), get(p.flops)
+    bm, bn, bk = c.bm, c.bn, c.bk
+    tm_fixed, tn_fixed, tk_fixed = np.ceil(get(p.m) / bm), np.ceil(get(p.n) / bn), np.ceil(get(p.k) / bk)
+    # sum_g ceil(s_g / B) over the ragged sizes, B the block along the ragged dimension: a lookup in tile_sums
+    j = np.log2(np.where(r == 1, bm, np.where(r == 2, bn, bk))).astype(np.intp) - 4
+    s_ragged = p.tile_sums[0, j] if codes is None else p.tile_sums.ravel()[codes * len(BLOCKS) + j]
+    sm = np.where(r == 1, s_ragged, g * tm_fixed)  # sum_g ceil(M_g / BM)
+    sn = np.where(r == 2, s_ragged, g * tn_fixed)
+    sk = np.where(r == 3, s_ragged, g * tk_fixed)
+    tiles = sm * sn / g
+
+    slots = dev.sm_count * occupancy
+    full_waves = np.ceil(tiles / slots)
+    busy = tiles > 0
+    last_idle = np.where(busy, 1.0 - (tiles - (full_waves - 1.0) * slots) / slots, 0.0)
+    wave_eff = np.where(busy, tiles / np.maximum(full_waves * slots, 1.0), 1.0)
+    # The launch grid (kernels.grouped_gemm.num_programs): an upper bound on the tiles that needs no device sync.
+    bound = np.where(
+        r == 1,
+        (np.ceil(total / bm) + g) * tn_fixed,
+        np.where(r == 2, tm_fixed * (np.ceil(total / bn) + g), g * tm_fixed * tn_fixed),
+    )
+    programs = np.maximum(1.0, np.minimum(bound, slots))
+
+    padded_flops = 2.0 * bm * bn * bk * sm * sn * sk / (g * g)
+    waste = lambda true, padded: np.where(padded > 0, 1.0 - true / np.maximum(padded, 1.0), 0.0)
+    k_iters = sk / g  # mean over tiles of ceil(K_g / BK): groups with ragged K all have the same tile count
+
+    rate, bw = p.rates(dev)
+    rate = get(rate)
+    # A re-read once per tile column, B once per tile row, C written once (no L2 reuse: an upper bound).
+    traffic = elem * ((tm * tk * sn + tk * tn * sm) / (g * g) + tm * tn / g)
+    est_seconds = np.maximum(padded_flops / (rate * wave_eff), traffic / bw)
+    out = dict(
+        log2_tiles_m_per_group=log2p(sm / g),
+        log2_tiles_n_per_group=log2p(sn / g),
+        log2_total_tiles=log2p(tiles),
+        waves=tiles / slots,
+        last_wave_idle_frac=last_idle,
+        log2_programs=np.log2(programs),
+        log2_tiles_per_program=log2p(tiles / programs),
+        pad_waste_m=waste(tm, bm * sm),
+        pad_waste_n=waste(tn, bn * sn),
+        pad_waste_k=waste(tk, bk * sk),
+        pad_waste_mnk=waste(flops, padded_flops),
+        log2_k_iters=log2p(k_iters),
+        stages_per_k_iter=c.stages / np.maximum(k_iters, 1.0),
+        log2_tile_intensity_over_ridge=log2_tile_intensity - np.log2(rate / bw),
+        log2_reread=log2_ratio(traffic / np.maximum(get(p.min_bytes), 1.0)),
+        log10_config_est_us=np.log10(np.maximum(est_seconds * 1e6, 1e-3)),
+    )
+    assert tuple(out) == DERIVED_FEATURES
+    return out

@@ -1,0 +1,345 @@
+"""Workloads: routing, the public-model problems, sampled problems and the deterministic collection list (CPU only)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autoheur.collect.schema import problem_id
+from autoheur.collect.workloads import (
+    LAYOUT_NAMES,
+    MAX_BYTES,
+    MAX_MODEL_ROOFLINE_MS,
+    MAX_ROOFLINE_MS,
+    MAX_ROWS,
+    ROUTINGS,
+    distribute_rows,
+    load_models,
+    model_grid,
+    model_problem,
+    model_problems,
+    public_problems,
+    roofline_ms,
+    route_tokens,
+    sampled_problems,
+    workload,
+)
+from autoheur.kernels.validate import validate
+from autoheur.problem import Problem
+
+TOY = {
+    "models": {
+        "toy": {
+            "hidden": 256,
+            "expert_intermediate": 512,
+            "experts": 8,
+            "top_k": 2,
+            "typical_ep": [2, 3],
+            "typical_tp": [2],
+        },
+        "wide": {"hidden": 512, "expert_intermediate": 128, "experts": 4, "top_k": 1},
+    },
+    "token_counts": [1, 16, 256],
+}
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# -- routing ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("routing", ROUTINGS)
+@pytest.mark.parametrize(
+    ("tokens", "experts", "top_k"),
+    [(0, 8, 2), (1, 8, 2), (5, 64, 8), (300, 16, 4), (1000, 2, 2), (1000, 4, 3), (7, 8, 8), (20000, 8, 1)],
+)
+def test_route_tokens_sum_and_cap(routing, tokens, experts, top_k):
+    sizes = route_tokens(tokens, experts, top_k, routing, gen(1))
+    assert len(sizes) == experts
+    assert sum(sizes) == tokens * top_k
+    assert all(0 <= s <= tokens for s in sizes)  # distinct picks: at most one row per token per expert
+    if top_k == experts:
+        assert sizes == (tokens,) * experts
+    assert route_tokens(tokens, experts, top_k, routing, gen(1)) == sizes
+
+
+def test_route_tokens_spans_chunks():
+    sizes = route_tokens(8192 * 2 + 5, 16, 2, "uniform", gen())
+    assert sum(sizes) == (8192 * 2 + 5) * 2
+
+
+def test_zipf_leaves_groups_empty_at_small_token_counts():
+    empty = [min(route_tokens(16, 32, 1, "zipf", gen(s))) == 0 for s in range(8)]
+    assert any(empty)
+    # skewed: the busiest expert gets far more than the mean at large counts
+    sizes = route_tokens(20000, 32, 1, "zipf", gen(0), zipf_s=1.2)
+    assert max(sizes) > 4 * 20000 / 32
+
+
+def test_uniform_is_roughly_balanced_at_large_counts():
+    sizes = route_tokens(20000, 16, 2, "uniform", gen(3))
+    mean = 20000 * 2 / 16
+    assert all(abs(s - mean) < 0.1 * mean for s in sizes)
+
+
+def test_balanced_jitter_stays_in_its_band():
+    sizes = route_tokens(20000, 16, 2, "balanced_jitter", gen(3))
+    mean = 20000 * 2 / 16
+    assert all(0.6 * mean <= s <= 1.4 * mean for s in sizes)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((10, 8, 2, "random"), "routing='random'"),
+        ((10, 8, 0, "uniform"), "top_k=0"),
+        ((10, 8, 9, "zipf"), "top_k=9"),
+        ((10, 8, -1, "balanced_jitter"), "top_k=-1"),
+    ],
+)
+def test_route_tokens_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        route_tokens(*args, gen())
+
+
+@pytest.mark.parametrize("routing", ROUTINGS)
+@pytest.mark.parametrize(("total", "groups"), [(1, 1), (1, 8), (17, 3), (4096, 64), (10**7, 16)])
+def test_distribute_rows_sums_exactly(routing, total, groups):
+    sizes = distribute_rows(total, groups, routing, gen(5))
+    assert len(sizes) == groups
+    assert sum(sizes) == total
+    assert all(isinstance(s, int) and s >= 0 for s in sizes)
+    assert distribute_rows(total, groups, routing, gen(5)) == sizes
+
+
+@pytest.mark.parametrize("routing", ROUTINGS)
+def test_distribute_rows_depends_on_the_seed(routing):
+    assert distribute_rows(10000, 16, routing, gen(0)) != distribute_rows(10000, 16, routing, gen(1))
+
+
+@pytest.mark.parametrize("routing", ROUTINGS)
+def test_distribute_rows_zero_total(routing):
+    assert distribute_rows(0, 5, routing, gen()) == (0,) * 5
+
+
+def test_distribute_rows_zipf_s():
+    flat = distribute_rows(100000, 16, "zipf", gen(2), zipf_s=0.1)
+    steep = distribute_rows(100000, 16, "zipf", gen(2), zipf_s=3.0)
+    assert max(steep) > 0.8 * 100000 > max(flat)
+
+
+def test_distribute_rows_bad_routing():
+    with pytest.raises(ValueError, match="routing"):
+        distribute_rows(10, 2, "nope", gen())
+
+
+# -- problems from the public models ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("routing", ROUTINGS)
+def test_model_problem_dims(routing):
+    up = model_problem("toy", "gate_up", 64, routing, models=TOY)
+    assert (up.layout, up.groups, up.n, up.k, up.m) == ("2d3d", 8, 2 * 512, 256, 0)
+    assert up.total == 64 * 2
+    down = model_problem("toy", "down", 64, routing, tp=2, models=TOY)
+    assert (down.groups, down.n, down.k) == (8, 256, 512 // 2)
+    up_tp = model_problem("toy", "gate_up", 64, routing, tp=2, models=TOY)
+    assert (up_tp.n, up_tp.k) == (2 * 512 // 2, 256)
+    ep = model_problem("toy", "gate_up", 64, routing, ep=2, models=TOY)
+    assert ep.groups == 4 and len(ep.sizes) == 4
+    assert ep.total <= 64 * 2
+    assert all(s <= 64 for s in ep.sizes)
+    assert ep.name == f"toy/gate_up/t64/{routing}/ep2"
+    assert model_problem("toy", "gate_up", 64, routing, ep=2, models=TOY) == ep
+
+
+def test_model_problem_public_dims():
+    p = model_problem("deepseek-v3", "gate_up", 64, "uniform", ep=8)
+    assert (p.groups, p.n, p.k, p.dtype) == (32, 2 * 2048, 7168, "bfloat16")
+    p = model_problem("mixtral-8x7b", "down", 64, "balanced_jitter", tp=4)
+    assert (p.groups, p.n, p.k) == (8, 4096, 14336 // 4)
+    assert p.total == 64 * 2
+
+
+@pytest.mark.parametrize(("ep", "tp"), [(3, 1), (16, 1), (1, 3)])
+def test_model_problem_bad_parallelism(ep, tp):
+    with pytest.raises(ValueError, match="do not divide"):
+        model_problem("toy", "gate_up", 16, "uniform", ep=ep, tp=tp, models=TOY)
+
+
+def test_model_problem_bad_ep_public():
+    with pytest.raises(ValueError, match="do not divide"):
+        model_problem("deepseek-v3", "down", 16, "uniform", ep=144)
+
+
+def test_model_grid_respects_the_caps():
+    models = load_models()
+    grid = model_grid(models)
+    assert grid and len(set(grid)) == len(grid)
+    for name, proj, tokens, routing, ep, tp in grid:
+        spec = models["models"][name]
+        assert routing in ROUTINGS and proj in ("gate_up", "down")
+        assert spec["experts"] % ep == 0
+        rows = tokens * spec["top_k"] // ep
+        assert rows <= MAX_ROWS
+        i = spec["expert_intermediate"] // tp
+        n, k = (2 * i, spec["hidden"]) if proj == "gate_up" else (spec["hidden"], i)
+        est = roofline_ms(Problem("2d3d", 1, (rows,), 0, n, k)) + (spec["experts"] // ep - 1) * n * k * 2 / 3e9
+        assert est <= MAX_MODEL_ROOFLINE_MS
+    # deepseek-v3 at 65536 tokens without EP routes 524288 rows per GPU: beyond MAX_ROWS whatever the time cap
+    uncapped = model_grid(models, max_roofline_ms=1e9)
+    assert ("deepseek-v3", "gate_up", 65536, "uniform", 1, 1) not in uncapped
+    assert all(t * models["models"][m]["top_k"] // ep <= MAX_ROWS for m, _, t, _, ep, _ in uncapped)
+    tight = model_grid(models, max_roofline_ms=0.05)
+    assert set(tight) < set(grid) < set(uncapped)
+
+
+def test_model_grid_parallelism_of_the_list():
+    grid = model_grid(TOY, max_roofline_ms=1e9)
+    pars = {(m, ep, tp) for m, _, _, _, ep, tp in grid}
+    assert pars == {("toy", 1, 1), ("toy", 2, 1), ("toy", 1, 2), ("wide", 1, 1)}  # ep=3 does not divide 8 experts
+    assert len(grid) == (3 + 1) * 2 * len(TOY["token_counts"]) * len(ROUTINGS)
+
+
+def test_model_problems_deterministic_and_distinct():
+    a = model_problems(12, seed=0)
+    assert len(a) == 12
+    b = model_problems(12, seed=0)
+    assert b == a and [p.name for p in b] == [p.name for p in a]
+    assert len({p.name for p in a}) == 12
+    assert len({problem_id(p) for p in a}) == 12
+    assert all(p.layout == "2d3d" and p.dtype == "bfloat16" for p in a)
+    assert [p.name for p in model_problems(12, seed=1)] != [p.name for p in a]
+
+
+def test_model_problems_whole_grid_when_count_is_large():
+    grid = model_grid(TOY)
+    ps = model_problems(10_000, seed=0, models=TOY)
+    assert len(ps) == len(grid)
+    assert len({p.name for p in ps}) == len(ps)
+    # At one token, routings (and even models) can give the same problem: the same id, which `collect` runs once.
+    by_id: dict[str, list[Problem]] = {}
+    for p in ps:
+        by_id.setdefault(problem_id(p), []).append(p)
+    dups = [g for g in by_id.values() if len(g) > 1]
+    assert dups
+    assert all("/t1/" in p.name and p.total <= 2 for g in dups for p in g)
+    assert all(p.total > 2 for p in ps if "/t256/" in p.name)
+
+
+# -- sampled problems ------------------------------------------------------------------------------------------------
+
+ALL_DTYPES = ("bfloat16", "float16")
+
+
+def test_sampled_problems_deterministic():
+    a = sampled_problems(16, seed=0, layouts=LAYOUT_NAMES, dtypes=ALL_DTYPES)
+    b = sampled_problems(16, seed=0, layouts=LAYOUT_NAMES, dtypes=ALL_DTYPES)
+    assert a == b and [p.name for p in a] == [p.name for p in b]
+    c = sampled_problems(16, seed=1, layouts=LAYOUT_NAMES, dtypes=ALL_DTYPES)
+    assert [problem_id(p) for p in c] != [problem_id(p) for p in a]
+    assert sampled_problems(5, seed=0) == sampled_problems(8, seed=0)[:5]  # a prefix of a longer list
+
+
+def test_sampled_problems_extents_and_caps():
+    ps = sampled_problems(64, seed=2, layouts=LAYOUT_NAMES, dtypes=ALL_DTYPES)
+    combos = [(lay, dt) for lay in LAYOUT_NAMES for dt in ALL_DTYPES]
+    assert [(p.layout, p.dtype) for p in ps] == [combos[i % len(combos)] for i in range(64)]
+    used = {"2d3d": "nk", "3d2d": "mk", "2d2d": "mn", "3d3d": "mnk"}
+    for p in ps:
+        for d in "mnk":
+            v = getattr(p, d)
+            if d in used[p.layout]:
+                assert v >= 16 and v % 16 == 0, (p, d)
+            else:
+                assert v == 0
+        assert 1 <= p.groups <= 256
+        assert roofline_ms(p) <= MAX_ROOFLINE_MS
+        assert p.min_bytes() <= MAX_BYTES
+        if p.layout == "3d3d":
+            assert p.sizes == ()
+        else:
+            assert len(p.sizes) == p.groups and p.total > 0
+        assert p.name.startswith(f"sampled/{p.layout}/{p.dtype}/")
+    assert {(p.a_major, p.b_major) for p in ps if p.layout == "2d2d"} == {("m", "n")}
+    assert {(p.a_major, p.b_major) for p in ps if p.layout != "2d2d"} == {("k", "k")}
+    assert max(p.groups for p in ps) > 16 and min(p.groups for p in ps) < 16  # a spread, not one value
+
+
+@pytest.mark.parametrize("layout", LAYOUT_NAMES)
+def test_sampled_problems_build_valid_inputs(layout):
+    for p in sampled_problems(4, seed=3, layouts=(layout,), dtypes=ALL_DTYPES):
+        q = p.shrunk()
+        a, b, offs = q.make_inputs("cpu")
+        call = validate(a, b, offs)
+        assert call.ragged == p.ragged
+        assert call.groups == q.groups
+        assert a.dtype == b.dtype == p.torch_dtype
+
+
+# -- the collection list ---------------------------------------------------------------------------------------------
+
+
+def test_public_problems():
+    pub = public_problems()
+    assert len(pub) == 18
+    assert len({p.name for p in pub}) == 18 and len({problem_id(p) for p in pub}) == 18
+    assert all(p.layout == "2d3d" and p.dtype == "bfloat16" for p in pub)
+    assert pub[0].name == "deepseek-v3/gate_up/decode" and pub[0].total == 256 and pub[0].groups == 32
+    assert workload("public", 5) == pub[:5]
+
+
+def test_default_workload():
+    w = workload("default", 60)
+    pub = public_problems()
+    assert w[:18] == pub and [p.name for p in w[:18]] == [p.name for p in pub]
+    assert len(w) == 60
+    assert len({problem_id(p) for p in w}) == 60  # no duplicates to drop
+    rest = w[18:]
+    n_sampled = sum(p.name.startswith("sampled/") for p in rest)
+    assert (len(rest) - n_sampled, n_sampled) == (int(0.4 * 42), 42 - int(0.4 * 42))
+    # interleaved: both kinds appear early in the rest
+    assert {p.name.startswith("sampled/") for p in rest[:4]} == {True, False}
+    again = workload("default", 60)
+    assert again == w and [p.name for p in again] == [p.name for p in w]
+    other = workload("default", 60, seed=1)
+    assert other[:18] == pub and other[18:] != rest
+
+
+def test_default_workload_short_count_is_the_public_problems():
+    assert workload("default", 10) == public_problems()
+
+
+def test_default_workload_other_layouts():
+    w = workload("default", 30, layouts=("2d3d", "3d2d"), dtypes=ALL_DTYPES)
+    assert len(w) == 30 and w[:18] == public_problems()
+    assert {(p.layout, p.dtype) for p in w[18:] if p.name.startswith("sampled/")} >= {("3d2d", "float16")}
+    w = workload("default", 12, layouts=("3d3d",), dtypes=("float16",))
+    assert len(w) == 12 and {(p.layout, p.dtype) for p in w} == {("3d3d", "float16")}
+
+
+def test_sampled_workload_only_the_asked_layouts_and_dtypes():
+    w = workload("sampled", 10, layouts=("3d2d", "2d2d"), dtypes=("float16",))
+    assert len(w) == 10
+    assert {p.layout for p in w} == {"3d2d", "2d2d"}
+    assert {p.dtype for p in w} == {"float16"}
+
+
+def test_models_workload():
+    assert workload("models", 6, seed=4) == model_problems(6, seed=4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(kind="everything"), "workload 'everything'"),
+        (dict(layouts=("2d3d", "4d")), "layout '4d'"),
+        (dict(dtypes=("int8",)), "dtype 'int8'"),
+        (dict(kind="sampled", layouts=("3d3d",), dtypes=("bf16",)), "dtype 'bf16'"),
+    ],
+)
+def test_workload_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        workload(count=5, **kwargs)
