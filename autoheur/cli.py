@@ -10,6 +10,10 @@ Examples:
   autoheur collect --shard 3/8 --out /scratch/h100-3   # one of 8 machines; then: autoheur data merge ...
   autoheur data info data/                  # rows, problems, devices, coverage of every dataset under data/
   autoheur data merge /scratch/h100-* --into data/nvidia-h100-80gb-hbm3
+  autoheur train --data data/nvidia-h100-80gb-hbm3   # -> models/nvidia-h100-80gb-hbm3.joblib (+ .json)
+  autoheur eval --data data/nvidia-h100-80gb-hbm3 --data data/nvidia-h200 --report reports/eval
+  autoheur predict --groups 128 --total 4096 --routing zipf --n 1536 --k 2048 --device h100
+  autoheur predict --public qwen3-30b-a3b/gate_up/decode --json
 """
 
 from __future__ import annotations
@@ -124,6 +128,149 @@ def cmd_data_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from autoheur.models.train import train
+
+    data = Path(args.data)
+    out = Path(args.out) if args.out else Path("models") / f"{data.name}.joblib"
+    try:
+        model = train(data, args.model, heldout_folds=args.heldout_folds)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"autoheur train: {exc}", file=sys.stderr)
+        return 2
+    model.save(out)
+    for row in model.meta["heldout"]:
+        print(f"held-out ({row['subset']}, {row['n_problems']} problems): best-of-10 geomean "
+              f"{row['eff_best10_geomean']:.4f}"
+              f" P10 {row['eff_best10_p10']:.3f} min {row['eff_best10_min']:.3f}; top-1 geomean "
+              f"{row['eff_top1_geomean']:.3f} P10 {row['eff_top1_p10']:.3f}; oracle in top 10 "
+              f"{row['oracle_in_top10']:.0%}")  # fmt: skip
+    print(f"saved {out} (fit {model.meta['fit_seconds']} s)")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import time
+
+    from autoheur.models.data import load_ranking_set
+    from autoheur.models.evaluate import cross_validate, tuning_cost
+    from autoheur.models.rankers import RANKERS
+
+    models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
+    t0 = time.time()
+    try:
+        sets = {Path(d).name.replace("nvidia-", "").split("-")[0]: load_ranking_set(d) for d in args.data}
+        per_problem, summary, fits = cross_validate(sets, models, _csv(args.splits))
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"autoheur eval: {exc}", file=sys.stderr)
+        return 2
+    cols = ["split", "subset", "model", "n_problems", "eff_best10_geomean", "eff_best10_p10", "eff_best10_min",
+            "eff_top1_geomean", "eff_top1_p10", "oracle_in_top10", "ndcg10"]  # fmt: skip
+    print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if args.report:
+        out = Path(args.report)
+        out.mkdir(parents=True, exist_ok=True)
+        per_problem.to_csv(out / "per_problem.csv", index=False)
+        summary.to_csv(out / "summary.csv", index=False)
+        import pandas as pd
+
+        pd.DataFrame(fits).to_csv(out / "fits.csv", index=False)
+        first = next(iter(sets.values()))
+        imp = None
+        if "xgb_ranker" in models:
+            from autoheur.models.rankers import XGBRankerModel
+
+            imp = {"xgb_ranker": XGBRankerModel(objective="rank:ndcg").fit(first).feature_importances_}
+        meta = {
+            "datasets": ", ".join(str(d) for d in args.data),
+            "devices": ", ".join(rs.device["name"] for rs in sets.values()),
+            "command": "autoheur " + " ".join(sys.argv[1:]),
+            "wall seconds": round(time.time() - t0),
+            "method": _EVAL_METHOD,
+        }
+        try:
+            from autoheur.models.report import write_report
+
+            path = write_report(per_problem, summary, out, title="autoheur evaluation", meta=meta, importances=imp,
+                                tuning_cost=tuning_cost(first))  # fmt: skip
+            print(f"report: {path}")
+        except ImportError as exc:
+            print(f"report tables written to {out}; markdown report unavailable ({exc})")
+    return 0
+
+
+_EVAL_METHOD = (
+    "Every figure is on problems the model did not see while fitting or choosing its objective. group_kfold: 5 folds "
+    "over whole problems; lomo: each public model family held out in turn; A->B: fit on all of device A's problems, "
+    "ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, where the oracle is "
+    "the fastest config of the exhaustive collection; best-of-10 = the best of the predicted top 10 (the brief "
+    "autotune's result). Subset oracle>=0.1ms excludes problems whose timings are affected by timing protocol v1."
+)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    import time
+
+    from autoheur.collect.shapes import problem_from_record
+    from autoheur.models.artifact import TrainedModel, fallback_list, model_for_device
+
+    try:
+        if args.public:
+            from autoheur.collect.workloads import public_problems
+
+            named = {p.name: p for p in public_problems()}
+            if args.public not in named:
+                raise ValueError(f"--public {args.public!r}: one of {sorted(named)}")
+            problem = named[args.public]
+        else:
+            fields = ("layout", "groups", "sizes", "total", "routing", "m", "n", "k", "dtype", "b_major", "a_major")
+            rec = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+            if isinstance(rec.get("sizes"), str):
+                rec["sizes"] = rec["sizes"].replace(",", " ")
+            problem = problem_from_record(rec, default_name="command line")
+    except (ValueError, TypeError) as exc:
+        print(f"autoheur predict: {exc}", file=sys.stderr)
+        return 2
+    device_name = _device_name(args.device)
+    try:
+        model, how = (
+            (TrainedModel.load(args.model), f"model {args.model}") if args.model else model_for_device(device_name)
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"autoheur predict: {exc}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    if model is None:
+        top = [(cid, None) for cid in fallback_list()[: args.top]]
+        confidence = None
+    else:
+        top = [(c.config_id, s) for c, s in model.top_k(problem, args.top)]
+        confidence = model.meta.get("heldout", [{}])[0].get("eff_best10_geomean") if model.meta.get("heldout") else None
+    ms = (time.perf_counter() - t0) * 1e3
+    result = {"problem": problem.name, "device": device_name, "source": how, "predict_ms": round(ms, 2),
+              "heldout_best10_geomean": confidence, "top": [{"config": c, "score": s} for c, s in top]}  # fmt: skip
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{problem.layout} {problem.dtype} groups={problem.groups} total={problem.total} m={problem.m} "
+              f"n={problem.n} k={problem.k} on {device_name}: {how}, {ms:.2f} ms")  # fmt: skip
+        if confidence is not None:
+            print(f"confidence: held-out best-of-10 geomean efficiency of this model {confidence:.4f}")
+        for i, (c, s) in enumerate(top, 1):
+            print(f"  {i:2d}. {c:28s} " + (f"score {s:8.3f}" if s is not None else "(fixed list)"))
+    return 0
+
+
+def _device_name(arg: str | None) -> str:
+    from autoheur.device import PRESETS, current_device_spec
+
+    if arg in PRESETS:
+        return PRESETS[arg].name
+    if arg:
+        return arg
+    return current_device_spec().name
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="autoheur", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -173,6 +320,39 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("sources", nargs="+")
     d.add_argument("--into", required=True)
     d.set_defaults(fn=cmd_data_merge)
+
+    p = sub.add_parser("train", help="fit a ranker on a dataset and save it with its held-out figures")
+    p.add_argument("--data", required=True, help="a dataset directory, e.g. data/nvidia-h100-80gb-hbm3")
+    p.add_argument("--model", default="xgb_ranker", help="xgb_ranker (default), xgb_regressor, nearest, fixed_list ...")
+    p.add_argument("--out", help="model file (default: models/<dataset dir name>.joblib)")
+    p.add_argument("--heldout-folds", type=int, default=5, help="GroupKFold folds for the held-out figures (0: none)")
+    p.set_defaults(fn=cmd_train)
+
+    p = sub.add_parser("eval", help="every model on every split, held-out figures side by side")
+    p.add_argument("--data", action="append", required=True, help="dataset directory (repeat for cross-device)")
+    p.add_argument("--models", default="all", help="comma-separated ranker names, or all")
+    p.add_argument("--splits", default="group_kfold,lomo,cross_device")
+    p.add_argument("--report", help="write per-problem CSVs and a markdown report with plots here")
+    p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("predict", help="the top configs for one problem")
+    p.add_argument("--public", help="a public problem by name (see autoheur collect --workload public --dry-run)")
+    p.add_argument("--layout", default="2d3d")
+    p.add_argument("--groups", type=int)
+    p.add_argument("--sizes", help="rows per group, comma- or space-separated")
+    p.add_argument("--total", type=int, help="rows over all groups (with --routing)")
+    p.add_argument("--routing", help="uniform | balanced_jitter | zipf")
+    p.add_argument("--m", type=int)
+    p.add_argument("--n", type=int)
+    p.add_argument("--k", type=int)
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--b-major", dest="b_major", default="k")
+    p.add_argument("--a-major", dest="a_major", default="k")
+    p.add_argument("--device", help="h100, h200, or a device name (default: this machine's GPU, else H100)")
+    p.add_argument("--model", help="a model file (default: the shipped model of the device)")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_predict)
     return ap
 
 

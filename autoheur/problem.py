@@ -95,6 +95,28 @@ class Problem:
     def mean_size(self) -> float:
         return self.total / self.groups if self.sizes else float(self.m)
 
+    def signature(self):
+        """The kernel `Signature` that `validate` gives this problem's inputs, without building them (inference)."""
+        from autoheur.kernels.config import Signature
+
+        e = DTYPES[self.dtype].itemsize
+        r = self.ragged
+        M, N, K = self.dims()
+        a_rows, a_cols = (M, K) if r in (Ragged.M, Ragged.K) else (self.m, K)
+        b_rows, b_cols = (K, N) if r in (Ragged.N, Ragged.K) else (K, self.n)
+
+        def major(rows: int, cols: int, row_major: bool) -> tuple[bool, bool]:
+            if cols == 1 or (row_major and rows != 1):  # mirrors validate._major: a size-1 dim counts as contiguous
+                return True, (cols * e) % 16 == 0
+            if rows == 1 or not row_major:
+                return False, (rows * e) % 16 == 0
+            return row_major, False  # pragma: no cover
+
+        a_row, a_al = major(a_rows, a_cols, self.a_major == "k")
+        b_row, b_al = major(b_rows, b_cols, self.b_major == "n")
+        rule = {Ragged.M: a_row, Ragged.N: not b_row, Ragged.K: (not a_row) and b_row, Ragged.NONE: True}[r]
+        return Signature(r, e, bool(a_al and b_al and rule))
+
     def shrunk(self) -> Problem:
         """A tiny problem that compiles to the same Triton binary: every int keeps its residue mod 16."""
 

@@ -18,6 +18,7 @@ def _commands() -> list[str]:
 def test_readme_has_install_and_test_commands_and_ci_runs_the_test_one():
     main_job, test_cmd = _commands()
     assert main_job.startswith("pip install torch==2.13.0") and "autoheur selftest" in main_job
+    assert "autoheur predict" in main_job and "autoheur data info data" in main_job
     assert test_cmd.startswith("pip install torch==2.13.0") and "pytest" in test_cmd
     assert test_cmd in (ROOT / ".ci" / "run").read_text()
 
@@ -35,6 +36,15 @@ def test_main_job_installs_and_runs_in_a_fresh_venv(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     assert re.search(r"^ok: 0 failures", out.stdout, re.M), out.stdout
+    # the rest of the main job, from the checkout (the shipped data and model), with the venv's console script
+    rest = _commands()[0].split("autoheur selftest && ", 1)[1]
+    for cmd in rest.split(" && "):
+        args = cmd.split()
+        assert args[0] == "autoheur"
+        out = subprocess.run([str(env_dir / "bin" / "autoheur"), *args[1:]], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)  # fmt: skip
+        assert out.returncode == 0, cmd + "\n" + out.stdout + out.stderr
+    assert "m16n" in out.stdout or "score" in out.stdout  # predict printed a ranked list
 
 
 def test_space_command_reports_the_hash():

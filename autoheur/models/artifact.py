@@ -1,0 +1,161 @@
+"""Trained models on disk: the fitted ranker plus what it depends on, checked on load.
+
+A model file (`models/<device-slug>.joblib`, with a readable `<device-slug>.json` of its metadata beside it) holds:
+the ranker, its feature names and features hash, the config-space hash, the device fingerprint of its training data,
+the training-data hash, library versions, the held-out figures measured when it was trained, and the best fixed
+list of 10 of its training data (the fallback). Loading refuses a model whose space or features differ from the
+installed code, saying how to retrain.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+from autoheur.features import FEATURE_NAMES, features_hash
+from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
+from autoheur.models.rankers import Ranker
+
+FORMAT_VERSION = 1
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+RETRAIN = "retrain it with this autoheur: autoheur train --data data/<device-slug> (see README)"
+
+
+def library_versions() -> dict:
+    out = {}
+    for pkg in ("autoheur", "xgboost", "scikit-learn", "numpy", "pandas"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+@dataclass
+class TrainedModel:
+    ranker: Ranker
+    meta: dict = field(default_factory=dict)
+
+    # -- inference ------------------------------------------------------------------------------------------------
+
+    @property
+    def device(self) -> dict:
+        return self.meta["device"]
+
+    @property
+    def fixed_list(self) -> list[str]:
+        return list(self.meta.get("fixed_list", []))
+
+    def candidates(self, problem, device: dict) -> tuple[KernelConfig, ...]:
+        """The feasible configs of `problem` on `device`; one tuple per (signature, device), kept (the feature code
+        caches a tuple's config arrays by identity)."""
+        from autoheur.device import DeviceSpec
+
+        cache = self.__dict__.setdefault("_candidates", {})
+        key = (problem.signature(), device["name"])
+        if key not in cache:
+            spec = DeviceSpec.from_dict({k: device[k] for k in DeviceSpec.__dataclass_fields__})
+            cache[key] = tuple(feasible_configs(key[0], spec))
+        return cache[key]
+
+    def top_k(self, problem, k: int = 10, device: dict | None = None) -> list[tuple[KernelConfig, float]]:
+        """The k best-scored feasible configs of `problem` (device: the training device unless given)."""
+        device = device or self.device
+        configs = self.candidates(problem, device)
+        scores = np.asarray(self.ranker.rank(problem, configs, device), dtype=float)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(configs[i], float(scores[i])) for i in order]
+
+    # -- files ----------------------------------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> Path:
+        import joblib
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        joblib.dump({"format_version": FORMAT_VERSION, "meta": self.meta, "ranker": self.ranker}, tmp, compress=3)
+        tmp.replace(path)
+        path.with_suffix(".json").write_text(json.dumps(self.meta, indent=2, default=str) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> TrainedModel:
+        import joblib
+
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no model at {path}; {RETRAIN}")
+        try:
+            blob = joblib.load(path)
+        except Exception as exc:  # a truncated or foreign file
+            raise ValueError(
+                f"{path} is not a readable autoheur model ({type(exc).__name__}: {exc}); {RETRAIN}"
+            ) from None
+        if not isinstance(blob, dict) or blob.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"{path} is not an autoheur model of format {FORMAT_VERSION}; {RETRAIN}")
+        meta = blob["meta"]
+        problems = []
+        if meta.get("space_hash") != SPACE_HASH:
+            problems.append(f"config-space hash {meta.get('space_hash')} != installed {SPACE_HASH}")
+        if meta.get("features_hash") != features_hash():
+            problems.append(f"features hash {meta.get('features_hash')} != installed {features_hash()}")
+        if problems:
+            raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {RETRAIN}")
+        return cls(blob["ranker"], meta)
+
+
+def build_meta(ranker: Ranker, train, dataset: str, fit_s: float, heldout: list[dict] | None, fixed: list[str]):
+    return {
+        "model": ranker.name,
+        "params": ranker.get_params(),
+        "objective": getattr(ranker, "objective_", None),
+        "objective_selection": {k: list(v) for k, v in getattr(ranker, "selection_", {}).items()},
+        "feature_names": list(FEATURE_NAMES),
+        "features_hash": features_hash(),
+        "space_hash": SPACE_HASH,
+        "device": train.device,
+        "dataset": dataset,
+        "train_data_hash": train.data_hash(),
+        "train_problems": int(len(train.problems)),
+        "train_rows": int(len(train.frame)),
+        "fit_seconds": round(fit_s, 1),
+        "versions": library_versions(),
+        "heldout": heldout or [],
+        "fixed_list": fixed,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def shipped_models(directory: Path = MODELS_DIR) -> list[Path]:
+    return sorted(directory.glob("*.joblib")) if directory.exists() else []
+
+
+def model_for_device(device_name: str, directory: Path = MODELS_DIR) -> tuple[TrainedModel | None, str]:
+    """(the shipped model trained on `device_name`, or None and a message naming the fallback)."""
+    loaded = []
+    for path in shipped_models(directory):
+        meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").exists() else {}
+        if meta.get("device", {}).get("name") == device_name:
+            return TrainedModel.load(path), f"model {path.name} (trained on {device_name})"
+        loaded.append(path)
+    return None, (
+        f"no shipped model for {device_name!r} (have: {', '.join(p.stem for p in loaded) or 'none'}); "
+        "using the best fixed list of 10"
+    )
+
+
+def fallback_list(directory: Path = MODELS_DIR) -> list[str]:
+    """The best fixed list of the first shipped model (any device): better than nothing, and said so."""
+    for path in shipped_models(directory):
+        meta = json.loads(path.with_suffix(".json").read_text())
+        if meta.get("fixed_list"):
+            return list(meta["fixed_list"])
+    warnings.warn("no shipped model: the fallback list is empty", stacklevel=2)
+    return []

@@ -1,0 +1,156 @@
+"""Honest evaluation: every figure is measured on problems the model never saw while fitting (or choosing itself).
+
+Splits:
+  group_kfold   5 folds over whole problems (sklearn GroupKFold, shuffled, fixed seed)
+  lomo          leave one model family out: each public model's problems are the test set in turn (the sampled and
+                other families train)
+  A->B          cross-device: fit on dataset A, test on every problem of dataset B (features use B's fingerprint)
+
+Every model on a split sees the same train/test problems. Per problem: top-1 efficiency, best-of-k for k = 1, 5, 10,
+oracle in the top 10, NDCG@10, Kendall tau (`metrics.py`); summaries are geomean / P10 / min over problems, for all
+problems and for the subsets in SUBSETS.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import GroupKFold
+
+from autoheur.models.data import RankingSet
+from autoheur.models.metrics import evaluate, summarize
+from autoheur.models.rankers import RANKERS
+
+# Timing protocol v1 datasets time launch overhead into kernels under ~0.1 ms (data/README.md): report those apart.
+SUBSETS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "all": lambda pp: pd.Series(True, index=pp.index),
+    "oracle>=0.1ms": lambda pp: pp["oracle_ms"] >= 0.1,
+}
+
+
+def make_model(name: str, **params):
+    if name not in RANKERS:
+        raise ValueError(f"unknown model {name!r}; choose from {sorted(RANKERS)}")
+    return RANKERS[name](**params)
+
+
+def group_kfold(rs: RankingSet, n_splits: int = 5, seed: int = 0):
+    pids = rs.problems
+    for fold, (tr, te) in enumerate(GroupKFold(n_splits, shuffle=True, random_state=seed).split(pids, groups=pids)):
+        yield fold, pids[tr], pids[te]
+
+
+def leave_one_family_out(rs: RankingSet, exclude: Sequence[str] = ("sampled", "unnamed")):
+    fam = rs.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
+    for f in sorted(set(fam) - set(exclude)):
+        yield f, fam.index[fam != f].to_numpy(), fam.index[fam == f].to_numpy()
+
+
+def _score(model, train: RankingSet, test: RankingSet, split: str, fold, name: str, log) -> tuple[pd.DataFrame, dict]:
+    t0 = time.perf_counter()
+    model.fit(train)
+    fit_s = time.perf_counter() - t0
+    frame = test.frame.assign(score=model.predict(test))
+    pp = evaluate(frame).reset_index().rename(columns={"index": "problem_id"})
+    if "problem_id" not in pp.columns:
+        pp = pp.rename(columns={pp.columns[0]: "problem_id"})
+    info = test.frame.drop_duplicates("problem_id").set_index("problem_id")[["problem_name", "family"]]
+    pp = pp.join(info, on="problem_id")
+    pp.insert(0, "model", name)
+    pp.insert(0, "fold", str(fold))
+    pp.insert(0, "split", split)
+    pp["device"] = test.device.get("name")
+    extra = {"fit_s": fit_s, "objective": getattr(model, "objective_", None)}
+    log(f"  {split} fold {fold}: {name} fit in {fit_s:.1f} s on {len(train.problems)} problems")
+    return pp, extra
+
+
+def run_split(
+    split: str,
+    folds,
+    rs_train: RankingSet,
+    rs_test: RankingSet,
+    models: Sequence[str],
+    log=print,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """Fit and score every model on every fold: (per-problem rows, fit records)."""
+    rows, fits = [], []
+    for fold, train_ids, test_ids in folds:
+        train = rs_train.subset(train_ids) if train_ids is not None else rs_train
+        test = rs_test.subset(test_ids) if test_ids is not None else rs_test
+        for name in models:
+            pp, extra = _score(make_model(name), train, test, split, fold, name, log)
+            rows.append(pp)
+            fits.append({"split": split, "fold": str(fold), "model": name, **extra})
+    return pd.concat(rows, ignore_index=True), fits
+
+
+def summarize_splits(per_problem: pd.DataFrame) -> pd.DataFrame:
+    """One row per (split, subset, model): geomean / P10 / min of each efficiency, means of the rest."""
+    out = []
+    for (split, model), pp in per_problem.groupby(["split", "model"], sort=False):
+        for subset, pick in SUBSETS.items():
+            sel = pp[pick(pp)]
+            if sel.empty:
+                continue
+            s = summarize(sel)
+            out.append({"split": split, "subset": subset, "model": model, **s})
+    return pd.DataFrame(out)
+
+
+def cross_validate(
+    datasets: dict[str, RankingSet],
+    models: Sequence[str],
+    splits: Sequence[str] = ("group_kfold", "lomo", "cross_device"),
+    log=print,
+) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
+    """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet)."""
+    rows, fits = [], []
+    for dname, rs in datasets.items():
+        if "group_kfold" in splits:
+            r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log)
+            rows.append(r)
+            fits += f
+        if "lomo" in splits:
+            r, f = run_split(f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log)
+            rows.append(r)
+            fits += f
+    if "cross_device" in splits and len(datasets) > 1:
+        names = list(datasets)
+        for a in names:
+            for b in names:
+                if a == b:
+                    continue
+                # B's problems with B's fingerprint, ranked by a model fit on all of A
+                r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log)
+                rows.append(r)
+                fits += f
+    per_problem = pd.concat(rows, ignore_index=True)
+    return per_problem, summarize_splits(per_problem), fits
+
+
+def tuning_cost(rs: RankingSet, k: int = 10, compile_core_s: float = 0.68, cores: int = 16) -> pd.DataFrame:
+    """Configs compiled and timed, and estimated seconds, for a top-k autotune vs the whole space, per problem (mean).
+
+    Timing: each config runs (1 check + reps) times at its measured time plus ~0.1 ms of flush and launch per run;
+    compiling: `compile_core_s` CPU-seconds per config (93 s for 2,182 configs on 16 cores, BENCHMARKS.md) spread
+    over `cores`.
+    """
+    f = rs.frame
+    t = f["median_ms"].fillna(0).to_numpy()
+    runs = 1 + f["reps"].to_numpy()
+    whole = pd.Series((t + 0.1) * runs / 1e3).groupby(f["problem_id"].to_numpy()).sum()
+    n = f.groupby("problem_id").size()
+    topk_time = k * (f.groupby("problem_id")["median_ms"].min() + 0.1) * 6 / 1e3  # the top k run near the best
+    rows = [
+        {"method": f"top-{k}", "configs": k,
+         "est_seconds": float((topk_time + np.ceil(k / cores) * compile_core_s).mean())},
+        {"method": "whole space", "configs": float(n.mean()),
+         "est_seconds": float((whole + n * compile_core_s / cores).mean())},
+    ]  # fmt: skip
+    out = pd.DataFrame(rows)
+    out["note"] = ["brief autotune of the predicted list", "exhaustive autotune (collection protocol)"]
+    return out

@@ -1,0 +1,330 @@
+"""Rankers: score every (problem, config) row so that a problem's fastest configs come first.
+
+All follow the scikit-learn contract: `__init__` stores hyperparameters only, `fit(train)` returns self, fitted state
+ends in `_`. `train` and the argument of `predict` are `RankingSet`s (one query per problem); `predict` returns one
+score per row (higher = better). `rank(problem, configs, device)` scores the candidate configs of a new problem.
+
+  xgb_ranker    XGBoost learning-to-rank on the features, graded relevance labels (the default)
+  xgb_regressor XGBoost regression of log relative time (clipped at 4x), ranked by the prediction
+  nearest       the best configs of the closest training problem (the per-GPU lookup tables of serving engines)
+  fixed_list    one list for all problems: a greedy cover of the training problems (the best fixed list of k)
+  fixed_best    configs by geomean efficiency over the training problems (its top 1: the best single config)
+  random        random scores (the floor)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from autoheur.features import FEATURE_NAMES, problem_config_matrix
+from autoheur.features.core import N_PROBLEM
+from autoheur.models.data import RankingSet
+
+EFF_FLOOR = 0.01  # efficiency of an unusable config (a 100x slowdown) in the list baselines' objectives
+REL_CLIP = 4.0  # relative times beyond this are "hopeless" alike for the regressor
+
+
+def _subsample(rs: RankingSet, per_problem: int | None, top: int, seed: int) -> RankingSet:
+    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all."""
+    if per_problem is None:
+        return rs
+    rng = np.random.default_rng(seed)
+    keep = []
+    rel = rs.frame["rel_time"].to_numpy()
+    for idx in rs.frame.groupby("problem_id", sort=False).indices.values():
+        if len(idx) <= per_problem:
+            keep.append(idx)
+            continue
+        order = idx[np.argsort(rel[idx], kind="stable")]
+        rest = rng.choice(order[top:], size=per_problem - top, replace=False)
+        keep.append(np.sort(np.concatenate([order[:top], rest])))
+    rows = np.concatenate(keep)
+    return RankingSet(rs.frame.iloc[rows].reset_index(drop=True), rs.X[rows], rs.device)
+
+
+class Ranker:
+    """Base: `rank` for one new problem, by way of `predict` on a one-problem set."""
+
+    name = "ranker"
+    uses_features = True
+    uses_ids = True  # whether predict_X reads the config ids (building them costs ~2 ms per 2,000 configs)
+
+    def get_params(self) -> dict:
+        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
+
+    def fit(self, train: RankingSet) -> Ranker:
+        raise NotImplementedError
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict_X(self, X: np.ndarray, config_ids: Sequence[str]) -> np.ndarray:
+        """Scores from a feature matrix (rows = configs of one problem) and their config ids."""
+        raise NotImplementedError
+
+    def rank(self, problem, configs: Sequence, device) -> np.ndarray:
+        """Scores of `configs` (KernelConfig) for `problem` on `device` (a fingerprint mapping)."""
+        X = problem_config_matrix(problem, configs, device) if self.uses_features else None
+        return self.predict_X(X, [c.config_id for c in configs] if self.uses_ids else None)
+
+
+OBJECTIVES = ("rank:ndcg", "rank:pairwise")
+
+
+@dataclass(eq=False)
+class _Boosted(Ranker):
+    """Hyperparameters shared by the XGBoost models (a dataclass __init__ stores them and nothing else)."""
+
+    n_estimators: int = 300
+    max_depth: int = 8
+    learning_rate: float = 0.1
+    per_problem: int | None = 384  # training rows kept per problem (its `top` fastest, the rest sampled)
+    top: int = 96
+    random_state: int = 0
+    n_jobs: int | None = None
+
+
+@dataclass(eq=False)
+class XGBRankerModel(_Boosted):
+    """XGBoost LambdaMART. objective="auto" picks among OBJECTIVES by an inner GroupKFold on the training problems
+    (best-of-10 geomean efficiency, then P10): chosen on held-out problems of the training data, never the test."""
+
+    name = "xgb_ranker"
+    uses_ids = False
+    objective: str = "auto"
+
+    def fit(self, train: RankingSet) -> XGBRankerModel:
+        if self.objective == "auto":
+            self.selection_ = select_objective(self, train)
+            self.objective_ = max(self.selection_, key=lambda o: self.selection_[o])
+        else:
+            self.objective_ = self.objective
+        return self._fit(train, self.objective_)
+
+    def _fit(self, train: RankingSet, objective: str) -> XGBRankerModel:
+        import xgboost as xgb
+
+        sub = _subsample(train, self.per_problem, self.top, self.random_state)
+        self.model_ = xgb.XGBRanker(
+            objective=objective,
+            n_estimators=self.n_estimators,
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
+            tree_method="hist",
+            lambdarank_pair_method="topk" if objective == "rank:ndcg" else "mean",
+            lambdarank_num_pair_per_sample=16 if objective == "rank:ndcg" else 8,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
+        qid = pd.factorize(sub.frame["problem_id"], sort=False)[0]
+        self.model_.fit(sub.X, sub.frame["label"].to_numpy(), qid=qid)
+        self.feature_importances_ = dict(zip(FEATURE_NAMES, self.model_.feature_importances_.tolist(), strict=True))
+        return self
+
+    # Two-stage scoring, so that one problem's ~2,000 candidates score in a few milliseconds: the first
+    # `coarse_trees` trees rank every config, the whole model re-scores that ranking's best `shortlist`. Configs
+    # outside the shortlist keep their coarse score, shifted below every shortlisted one. Evaluation scores the
+    # same way, so held-out figures are those of what inference does.
+    coarse_trees = 50
+    shortlist = 256
+    _BELOW = 1e4
+
+    def _two_stage(self, X: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+        booster = self.model_.get_booster()
+        n_trees = booster.num_boosted_rounds()
+        if n_trees <= self.coarse_trees:
+            return booster.inplace_predict(X)
+        coarse = booster.inplace_predict(X, iteration_range=(0, self.coarse_trees))
+        out = coarse - self._BELOW
+        picked = []
+        for idx in groups:
+            if len(idx) <= self.shortlist:
+                picked.append(idx)
+            else:
+                picked.append(idx[np.argpartition(-coarse[idx], self.shortlist - 1)[: self.shortlist]])
+        rows = np.concatenate(picked)
+        out[rows] = booster.inplace_predict(np.ascontiguousarray(X[rows]))
+        return out
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        groups = list(data.frame.groupby("problem_id", sort=False).indices.values())
+        return self._two_stage(data.X, groups)
+
+    def predict_X(self, X, config_ids):
+        return self._two_stage(X, [np.arange(len(X))])
+
+
+def select_objective(model: XGBRankerModel, train: RankingSet, folds: int = 2) -> dict[str, tuple[float, float]]:
+    """objective -> (best-of-10 geomean, P10) over an inner GroupKFold of `train`'s problems."""
+    from sklearn.model_selection import GroupKFold
+
+    from autoheur.models.metrics import evaluate, summarize
+
+    pids = train.problems
+    scores = {}
+    for obj in OBJECTIVES:
+        frames = []
+        splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=model.random_state)
+        for tr, te in splitter.split(pids, groups=pids):
+            inner = XGBRankerModel(**{**model.get_params(), "objective": obj})._fit(train.subset(pids[tr]), obj)
+            test = train.subset(pids[te])
+            frames.append(test.frame.assign(score=inner.predict(test)))
+        s = summarize(evaluate(pd.concat(frames, ignore_index=True)))
+        scores[obj] = (round(s["eff_best10_geomean"], 4), round(s["eff_best10_p10"], 4))
+    return scores
+
+
+@dataclass(eq=False)
+class XGBRegressorModel(_Boosted):
+    name = "xgb_regressor"
+    uses_ids = False
+
+    def fit(self, train: RankingSet) -> XGBRegressorModel:
+        import xgboost as xgb
+
+        sub = _subsample(train, self.per_problem, self.top, self.random_state)
+        y = np.log(np.minimum(sub.frame["rel_time"].to_numpy(), REL_CLIP))
+        self.model_ = xgb.XGBRegressor(
+            n_estimators=self.n_estimators, max_depth=self.max_depth, learning_rate=self.learning_rate,
+            tree_method="hist", random_state=self.random_state, n_jobs=self.n_jobs,
+        )  # fmt: skip
+        self.model_.fit(sub.X, y)
+        return self
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        return self.predict_X(data.X, None)
+
+    def predict_X(self, X, config_ids):
+        return -self.model_.get_booster().inplace_predict(X)
+
+
+def _efficiency_matrix(train: RankingSet) -> tuple[np.ndarray, list[str], list[str]]:
+    """(problems x configs efficiency = oracle / time, floored; problem ids; config ids)."""
+    f = train.frame
+    eff = np.maximum(1.0 / f["rel_time"].to_numpy(), EFF_FLOOR)
+    table = pd.DataFrame({"p": f["problem_id"].to_numpy(), "c": f["config_id"].to_numpy(), "e": eff})
+    wide = table.pivot_table(index="p", columns="c", values="e", aggfunc="first", fill_value=EFF_FLOOR)
+    return wide.to_numpy(dtype=float), list(wide.index), list(wide.columns)
+
+
+class _ListRanker(Ranker):
+    """A ranker that scores configs by id, the same for every problem."""
+
+    uses_features = False
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        return self.predict_X(None, data.frame["config_id"].to_numpy())
+
+    def predict_X(self, X, config_ids):
+        return np.array([self.scores_.get(c, -np.inf) for c in config_ids], dtype=float)
+
+
+class FixedBest(_ListRanker):
+    name = "fixed_best"
+
+    def __init__(self):  # no hyperparameters
+        pass
+
+    def fit(self, train: RankingSet) -> FixedBest:
+        E, _, configs = _efficiency_matrix(train)
+        g = np.exp(np.log(E).mean(axis=0))
+        self.scores_ = dict(zip(configs, g.tolist(), strict=True))
+        return self
+
+
+class FixedList(_ListRanker):
+    """Greedy cover: each next config adds the most to sum over problems of log(best efficiency in the list)."""
+
+    name = "fixed_list"
+
+    def __init__(self, k: int = 10):
+        self.k = k
+
+    def fit(self, train: RankingSet) -> FixedList:
+        E, _, configs = _efficiency_matrix(train)
+        L = np.log(E)
+        chosen: list[int] = []
+        best = np.full(E.shape[0], np.log(EFF_FLOOR))
+        for _ in range(min(self.k, E.shape[1])):
+            gain = np.maximum(L, best[:, None]).sum(axis=0)
+            gain[chosen] = -np.inf
+            j = int(np.argmax(gain))
+            chosen.append(j)
+            best = np.maximum(best, L[:, j])
+        g = L.mean(axis=0)  # after the list: by geomean efficiency
+        scores = {c: float(v) - 1e6 for c, v in zip(configs, g, strict=True)}
+        for rank, j in enumerate(chosen):
+            scores[configs[j]] = 1e6 - rank
+        self.scores_ = scores
+        self.list_ = [configs[j] for j in chosen]
+        return self
+
+
+class NearestProblem(Ranker):
+    """The configs of the nearest training problem, fastest first (distance over standardized problem features)."""
+
+    name = "nearest"
+
+    def __init__(self, neighbors: int = 1):
+        self.neighbors = neighbors
+
+    def fit(self, train: RankingSet) -> NearestProblem:
+        E, pids, configs = _efficiency_matrix(train)
+        first = train.frame.drop_duplicates("problem_id").index.to_numpy()
+        P = train.X[first, :N_PROBLEM].astype(float)
+        order = pd.Index(train.frame["problem_id"].to_numpy()[first]).get_indexer(pids)
+        P = P[order]
+        self.mean_, self.scale_ = P.mean(axis=0), P.std(axis=0) + 1e-9
+        self.P_ = (P - self.mean_) / self.scale_
+        self.logE_ = np.log(E)
+        self.col_ = {c: i for i, c in enumerate(configs)}
+        return self
+
+    def _scores(self, pvec: np.ndarray, config_ids) -> np.ndarray:
+        d = ((self.P_ - (pvec - self.mean_) / self.scale_) ** 2).sum(axis=1)
+        near = np.argsort(d, kind="stable")[: self.neighbors]
+        mean = self.logE_[near].mean(axis=0)
+        return np.array([mean[self.col_[c]] if c in self.col_ else -np.inf for c in config_ids])
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        out = np.empty(len(data.frame))
+        cids = data.frame["config_id"].to_numpy()
+        for idx in data.frame.groupby("problem_id", sort=False).indices.values():
+            out[idx] = self._scores(data.X[idx[0], :N_PROBLEM].astype(float), cids[idx])
+        return out
+
+    def predict_X(self, X, config_ids):
+        return self._scores(X[0, :N_PROBLEM].astype(float), config_ids)
+
+
+class RandomRanker(Ranker):
+    name = "random"
+    uses_features = False
+
+    def __init__(self, random_state: int = 0):
+        self.random_state = random_state
+
+    def fit(self, train: RankingSet) -> RandomRanker:
+        self.fitted_ = True
+        return self
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        return np.random.default_rng(self.random_state).random(len(data.frame))
+
+    def predict_X(self, X, config_ids):
+        return np.random.default_rng(self.random_state).random(len(config_ids))  # the ids give the count
+
+
+RANKERS = {
+    "xgb_ranker": XGBRankerModel,
+    "xgb_regressor": XGBRegressorModel,
+    "nearest": NearestProblem,
+    "fixed_list": FixedList,
+    "fixed_best": FixedBest,
+    "random": RandomRanker,
+}
+DEFAULT = "xgb_ranker"

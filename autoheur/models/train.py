@@ -1,0 +1,37 @@
+"""`autoheur train`: fit the default ranker on a whole dataset and save it with its metadata and held-out figures.
+
+The held-out figures come from a GroupKFold over the dataset's problems in which every fold refits the same model
+from scratch (objective selection included, on that fold's training problems only), so they are what the saved
+model's procedure achieves on problems it never saw. The saved model is then fitted on every problem.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from autoheur.models.artifact import TrainedModel, build_meta
+from autoheur.models.data import load_ranking_set
+from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
+from autoheur.models.rankers import DEFAULT, FixedList
+
+
+def train(
+    data: str | Path,
+    model: str = DEFAULT,
+    heldout_folds: int = 5,
+    log=print,
+) -> TrainedModel:
+    t0 = time.perf_counter()
+    rs = load_ranking_set(data)
+    log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
+    heldout = []
+    if heldout_folds:
+        per_problem, _ = run_split("group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log)
+        heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")
+    fixed = FixedList(10).fit(rs).list_
+    t1 = time.perf_counter()
+    ranker = make_model(model).fit(rs)
+    fit_s = time.perf_counter() - t1
+    log(f"fitted {model} on all {len(rs.problems)} problems in {fit_s:.1f} s")
+    return TrainedModel(ranker, build_meta(ranker, rs, str(data), fit_s, heldout, fixed))

@@ -1,0 +1,109 @@
+"""Model files: train -> save -> load -> predict on a real dataset slice; mismatched or corrupt models are refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import joblib
+import pytest
+
+from autoheur.cli import main
+from autoheur.collect.store import MANIFEST, DatasetStore
+from autoheur.collect.workloads import public_problems
+from autoheur.models import artifact
+from autoheur.models.artifact import TrainedModel
+from autoheur.models.train import train
+
+H100 = artifact.MODELS_DIR.parent / "data" / "nvidia-h100-80gb-hbm3"
+
+
+@pytest.fixture(scope="module")
+def mini_dataset(tmp_path_factory):
+    """12 whole problems of the shipped H100 dataset, copied as a dataset of their own."""
+    root = tmp_path_factory.mktemp("data") / "h100-mini"
+    root.mkdir()
+    shutil.copy(H100 / MANIFEST, root / MANIFEST)
+    for path in list(DatasetStore.load(H100).parts().values())[:12]:
+        shutil.copy(path, root / path.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(mini_dataset, tmp_path_factory):
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None)
+    path = model.save(tmp_path_factory.mktemp("models") / "h100-mini.joblib")
+    return model, path
+
+
+def test_round_trip_predicts_the_same(trained):
+    model, path = trained
+    loaded = TrainedModel.load(path)
+    p = public_problems()[5]
+    assert [c.config_id for c, _ in loaded.top_k(p, 10)] == [c.config_id for c, _ in model.top_k(p, 10)]
+    assert len(loaded.top_k(p, 10)) == 10
+
+
+def test_metadata_travels(trained):
+    model, path = trained
+    meta = json.loads(path.with_suffix(".json").read_text())
+    for key in ("feature_names", "features_hash", "space_hash", "device", "train_data_hash", "versions", "heldout",
+                "fixed_list", "objective", "fit_seconds"):  # fmt: skip
+        assert key in meta, key
+    assert meta["device"]["name"] == "NVIDIA H100 80GB HBM3"
+    assert len(meta["fixed_list"]) == 10
+    assert {r["subset"] for r in meta["heldout"]} >= {"all"}
+    assert meta["train_problems"] == 12
+
+
+@pytest.mark.parametrize("field", ["space_hash", "features_hash"])
+def test_mismatched_model_is_refused_with_how_to_retrain(trained, tmp_path, field):
+    _, path = trained
+    blob = joblib.load(path)
+    blob["meta"][field] = "0000000000000000"
+    bad = tmp_path / "bad.joblib"
+    joblib.dump(blob, bad)
+    with pytest.raises(ValueError, match="autoheur train"):
+        TrainedModel.load(bad)
+
+
+def test_corrupt_or_missing_model_is_refused(trained, tmp_path):
+    _, path = trained
+    bad = tmp_path / "cut.joblib"
+    bad.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="not a readable autoheur model"):
+        TrainedModel.load(bad)
+    with pytest.raises(FileNotFoundError, match="autoheur train"):
+        TrainedModel.load(tmp_path / "none.joblib")
+
+
+def test_no_model_for_the_device_falls_back_to_the_fixed_list(trained, tmp_path, capsys):
+    model, path = trained
+    shutil.copy(path, tmp_path / path.name)
+    shutil.copy(path.with_suffix(".json"), tmp_path / path.with_suffix(".json").name)
+    found, how = artifact.model_for_device("NVIDIA B200", tmp_path)
+    assert found is None and "best fixed list" in how
+    assert artifact.fallback_list(tmp_path) == model.fixed_list
+    found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    assert found is not None
+
+
+def test_predict_cli(trained, capsys):
+    _, path = trained
+    rc = main(["predict", "--groups", "8", "--total", "512", "--routing", "zipf", "--n", "1024", "--k", "2048",
+               "--model", str(path), "--json", "--top", "5"])  # fmt: skip
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["top"]) == 5 and all(isinstance(t["score"], float) for t in out["top"])
+    assert main(["predict", "--groups", "8", "--n", "1024", "--k", "2048", "--model", str(path)]) == 2
+    assert "sizes, or total and routing" in capsys.readouterr().err
+    assert main(["predict", "--public", "no-such-problem", "--model", str(path)]) == 2
+
+
+def test_shipped_models_load_and_predict():
+    """The models in models/ match the installed code (else CI says: retrain)."""
+    paths = artifact.shipped_models()
+    assert paths, "no shipped model in models/"
+    for path in paths:
+        m = TrainedModel.load(path)
+        assert len(m.top_k(public_problems()[0], 10)) == 10

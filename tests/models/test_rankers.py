@@ -1,0 +1,103 @@
+"""Rankers: the scikit-learn contract, the baselines' definitions on hand-made data, and fit/predict on real data."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from autoheur.models.data import RankingSet, family
+from autoheur.models.metrics import evaluate, summarize
+from autoheur.models.rankers import RANKERS, FixedBest, FixedList, NearestProblem, XGBRankerModel
+
+SMALL = {
+    "xgb_ranker": dict(objective="rank:ndcg", n_estimators=20, max_depth=4),
+    "xgb_regressor": dict(n_estimators=20),
+}
+
+
+def make(name):
+    return RANKERS[name](**SMALL.get(name, {}))
+
+
+@pytest.mark.parametrize("name", sorted(RANKERS))
+def test_sklearn_contract(name, h100_slice):
+    model = make(name)
+    init = inspect.signature(type(model).__init__).parameters
+    assert set(model.get_params()) == set(init) - {"self"}  # __init__ stores hyperparameters only
+    assert not [k for k in vars(model) if k.endswith("_")]  # nothing fitted yet
+    pids = h100_slice.problems
+    train, test = h100_slice.subset(pids[:20]), h100_slice.subset(pids[20:])
+    assert model.fit(train) is model
+    assert [k for k in vars(model) if k.endswith("_")]  # fitted state ends in _
+    scores = model.predict(test)
+    assert scores.shape == (len(test.frame),) and np.isfinite(scores).all()
+
+
+@pytest.mark.parametrize("name", sorted(RANKERS))
+def test_rank_matches_predict_for_one_problem(name, h100_slice):
+    """Inference (features from the Problem) ranks exactly as predict on the dataset rows does."""
+    from autoheur.collect.schema import problem_from_row
+    from autoheur.kernels.config import KernelConfig
+
+    pids = h100_slice.problems
+    model = make(name).fit(h100_slice.subset(pids[:20]))
+    one = h100_slice.subset([pids[25]])
+    problem = problem_from_row(one.frame.iloc[0])
+    configs = [KernelConfig.from_id(c) for c in one.frame["config_id"]]
+    np.testing.assert_allclose(model.rank(problem, configs, one.device), model.predict(one), rtol=1e-5)
+
+
+def _toy(times: dict[str, dict[str, float]]) -> RankingSet:
+    """A RankingSet by hand: problem -> config -> time (features are not used by the list baselines)."""
+    rows = [{"problem_id": p, "problem_name": f"fam{p}/x", "config_id": c, "median_ms": t, "status": "ok"}
+            for p, cs in times.items() for c, t in cs.items()]  # fmt: skip
+    f = pd.DataFrame(rows)
+    best = f.groupby("problem_id")["median_ms"].transform("min")
+    f["rel_time"] = f["median_ms"] / best
+    f["label"] = 0
+    f["family"] = f["problem_name"].map(family)
+    return RankingSet(f, np.zeros((len(f), 1), dtype=np.float32), {"name": "toy"})
+
+
+def test_fixed_best_is_the_best_geomean_config():
+    rs = _toy({"p1": {"a": 1.0, "b": 1.1, "c": 3.0}, "p2": {"a": 2.0, "b": 1.0, "c": 1.0}})
+    # geomean efficiency: a = sqrt(1 * 0.5) = .707, b = sqrt(1/1.1 * 1) = .953, c = sqrt(1/3 * 1) = .577
+    m = FixedBest().fit(rs)
+    assert sorted(m.scores_, key=m.scores_.get, reverse=True) == ["b", "a", "c"]
+
+
+def test_fixed_list_is_a_greedy_cover():
+    rs = _toy({"p1": {"a": 1.0, "b": 1.05, "c": 5.0}, "p2": {"a": 5.0, "b": 1.05, "c": 1.0}})
+    m = FixedList(k=2).fit(rs)
+    assert m.list_[0] == "b"  # the best single config over both problems
+    assert m.list_[1] in ("a", "c")  # then what adds the most: either oracle
+    scores = m.predict(rs)
+    top2 = set(rs.frame.loc[np.argsort(-scores)[:2], "config_id"]) | set()
+    assert "b" in top2
+
+
+def test_nearest_uses_the_closest_problem(h100_slice):
+    pids = h100_slice.problems
+    m = NearestProblem().fit(h100_slice)
+    one = h100_slice.subset([pids[3]])
+    s = m.predict(one)  # its own nearest problem is itself: its oracle config ranks first
+    assert one.frame["rel_time"].to_numpy()[np.argmax(s)] == 1.0
+
+
+def test_xgb_ranker_beats_random_on_held_out_problems(h100_slice):
+    pids = h100_slice.problems
+    train, test = h100_slice.subset(pids[::2]), h100_slice.subset(pids[1::2])
+    out = {}
+    for name in ("xgb_ranker", "random"):
+        f = test.frame.assign(score=make(name).fit(train).predict(test))
+        out[name] = summarize(evaluate(f))["eff_best10_geomean"]
+    assert out["xgb_ranker"] > out["random"]
+
+
+def test_objective_auto_selects_on_inner_folds_only(h100_slice):
+    m = XGBRankerModel(objective="auto", n_estimators=10, max_depth=3).fit(h100_slice.subset(h100_slice.problems[:16]))
+    assert set(m.selection_) == {"rank:ndcg", "rank:pairwise"}
+    assert m.objective_ == max(m.selection_, key=m.selection_.get)
