@@ -242,20 +242,30 @@ def cmd_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if model is None:
         top = [(cid, None) for cid in fallback_list()[: args.top]]
-        confidence = None
+        confidence, outside = None, []
     else:
         top = [(c.config_id, s) for c, s in model.top_k(problem, args.top)]
         confidence = model.meta.get("heldout", [{}])[0].get("eff_best10_geomean") if model.meta.get("heldout") else None
+        outside = model.extrapolation(problem)
     ms = (time.perf_counter() - t0) * 1e3
-    result = {"problem": problem.name, "device": device_name, "source": how, "predict_ms": round(ms, 2),
-              "heldout_best10_geomean": confidence, "top": [{"config": c, "score": s} for c, s in top]}  # fmt: skip
+    result = {
+        "problem": problem.name,
+        "device": device_name,
+        "source": how,
+        "predict_ms": round(ms, 2),
+        "heldout_best10_geomean": confidence,
+        "extrapolating": outside,
+        "top": [{"config": c, "score": s} for c, s in top],
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"{problem.layout} {problem.dtype} groups={problem.groups} total={problem.total} m={problem.m} "
               f"n={problem.n} k={problem.k} on {device_name}: {how}, {ms:.2f} ms")  # fmt: skip
         if confidence is not None:
-            print(f"confidence: held-out best-of-10 geomean efficiency of this model {confidence:.4f}")
+            where = "inside its training range" if not outside else "EXTRAPOLATING on " + "; ".join(outside)
+            print(f"confidence: held-out best-of-10 geomean efficiency of this model {confidence:.4f}; this problem "
+                  f"is {where}")  # fmt: skip
         for i, (c, s) in enumerate(top, 1):
             print(f"  {i:2d}. {c:28s} " + (f"score {s:8.3f}" if s is not None else "(fixed list)"))
     return 0

@@ -64,6 +64,23 @@ class TrainedModel:
             cache[key] = tuple(feasible_configs(key[0], spec))
         return cache[key]
 
+    def extrapolation(self, problem, device: dict | None = None) -> list[str]:
+        """The problem features of `problem` outside the range the model was trained on (empty: inside it)."""
+        from autoheur.features import problem_config_matrix
+        from autoheur.features.core import N_PROBLEM
+
+        ranges = self.meta.get("problem_ranges")
+        if not ranges:
+            return []
+        device = device or self.device
+        x = problem_config_matrix(problem, self.candidates(problem, device)[:1], device)[0, :N_PROBLEM]
+        out = []
+        for name, v in zip(FEATURE_NAMES[:N_PROBLEM], x.tolist(), strict=True):
+            lo, hi = ranges[name]
+            if v < lo - 1e-6 or v > hi + 1e-6:
+                out.append(f"{name}={v:.3g} (trained on {lo:.3g}..{hi:.3g})")
+        return out
+
     def top_k(self, problem, k: int = 10, device: dict | None = None) -> list[tuple[KernelConfig, float]]:
         """The k best-scored feasible configs of `problem` (device: the training device unless given)."""
         device = device or self.device
@@ -111,8 +128,17 @@ class TrainedModel:
         return cls(blob["ranker"], meta)
 
 
+def problem_ranges(train) -> dict[str, list[float]]:
+    """[min, max] of every problem feature over the training problems: inference says when it extrapolates."""
+    from autoheur.features.core import N_PROBLEM
+
+    P = train.X[:, :N_PROBLEM]
+    return {n: [float(P[:, j].min()), float(P[:, j].max())] for j, n in enumerate(FEATURE_NAMES[:N_PROBLEM])}
+
+
 def build_meta(ranker: Ranker, train, dataset: str, fit_s: float, heldout: list[dict] | None, fixed: list[str]):
     return {
+        "problem_ranges": problem_ranges(train),
         "model": ranker.name,
         "params": ranker.get_params(),
         "objective": getattr(ranker, "objective_", None),

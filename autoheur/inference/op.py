@@ -1,0 +1,92 @@
+"""`torch.ops.autoheur.grouped_mm`: the tuned grouped GEMM as a torch custom op, with a fake (meta) implementation
+for tracing and an autograd formula whose two gradients are grouped GEMMs of the same family, each tuned on its own:
+
+  2d3d  C[M,N]   = A[M,K] . B[g]        dA = dC . B^T (2d3d)          dB[g] = A^T . dC (2d2d, ragged K = the rows)
+  3d2d  C[M,Nt]  = A[g] . B[:, cols]    dA[g] = dC . B^T (2d2d)       dB = A^T . dC (3d2d)
+  2d2d  C[g]     = A[:, ks] . B[ks]     dA = dC . B^T (3d2d)          dB = A^T . dC (2d3d)
+  3d3d  C[g]     = A[g] . B[g]          dA = dC . B^T (3d3d)          dB = A^T . dC (3d3d)
+
+Transposes are views (the kernel takes either major). Rows or columns past the last offset get zero gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from autoheur.inference.api import grouped_mm as _grouped_mm
+
+
+@torch.library.custom_op("autoheur::grouped_mm", mutates_args=())
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
+               out_dtype: torch.dtype | None = None) -> torch.Tensor:  # fmt: skip
+    return _grouped_mm(a, b, offs, out_dtype)
+
+
+def out_shape(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None) -> tuple[int, ...]:
+    """The output shape from the operand shapes alone (what validate computes), for tracing."""
+    if a.dim() == 2 and b.dim() == 3:
+        return (a.shape[0], b.shape[2])
+    if a.dim() == 3 and b.dim() == 2:
+        return (a.shape[1], b.shape[1])
+    if a.dim() == 2 and b.dim() == 2:
+        if offs is None:
+            raise ValueError("2D x 2D grouped_mm needs offs")
+        return (offs.shape[0], a.shape[0], b.shape[1])
+    if a.dim() == 3 and b.dim() == 3:
+        return (a.shape[0], a.shape[1], b.shape[2])
+    raise ValueError(f"a and b must be 2D or 3D, got {a.dim()}D and {b.dim()}D")
+
+
+@grouped_mm.register_fake
+def _(a, b, offs=None, out_dtype=None):
+    return a.new_empty(out_shape(a, b, offs), dtype=out_dtype or a.dtype)
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, offs, _ = inputs
+    ctx.save_for_backward(a, b, offs)
+
+
+def _mask_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> torch.Tensor:
+    """Zero the slices of `t` along `dim` at or past offs[-1] (no device-to-host copy)."""
+    idx = torch.arange(t.shape[dim], device=t.device)
+    keep = (idx < offs[-1]).to(t.dtype)
+    shape = [1] * t.dim()
+    shape[dim] = -1
+    return t * keep.view(shape)
+
+
+def _backward(ctx, grad):
+    a, b, offs = ctx.saved_tensors
+    g = grad.to(a.dtype)
+    da = db = None
+    t = lambda x: x.transpose(-1, -2)  # noqa: E731
+    if a.dim() == 2 and b.dim() == 3:  # ragged M
+        if ctx.needs_input_grad[0]:
+            da = _mask_past_end(grouped_mm(g, t(b), offs), offs, 0)
+        if ctx.needs_input_grad[1]:
+            db = grouped_mm(t(a), g, offs)
+    elif a.dim() == 3 and b.dim() == 2:  # ragged N
+        if ctx.needs_input_grad[0]:
+            da = grouped_mm(g, t(b), offs)
+        if ctx.needs_input_grad[1]:
+            db = _mask_past_end(grouped_mm(t(a), g, offs), offs, 1)
+    elif a.dim() == 2 and b.dim() == 2:  # ragged K
+        if ctx.needs_input_grad[0]:
+            da = _mask_past_end(grouped_mm(g, t(b), offs), offs, 1)
+        if ctx.needs_input_grad[1]:
+            db = _mask_past_end(grouped_mm(t(a), g, offs), offs, 0)
+    else:  # batched
+        if ctx.needs_input_grad[0]:
+            da = grouped_mm(g, t(b))
+        if ctx.needs_input_grad[1]:
+            db = grouped_mm(t(a), g)
+    return (
+        None if da is None else da.to(a.dtype),
+        None if db is None else db.to(b.dtype),
+        None,
+        None,
+    )
+
+
+grouped_mm.register_autograd(_backward, setup_context=_setup_context)

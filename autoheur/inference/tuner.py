@@ -1,0 +1,176 @@
+"""Choosing a config at run time: predicted top-k, timed briefly on the real inputs, the winner cached.
+
+Modes (environment variable AUTOHEUR_TUNE):
+  predicted   (default) the model of this GPU predicts the top AUTOHEUR_TOP_K (default 10) configs; each is compiled
+              and timed on the call's own inputs (the collection's screening protocol, 3 runs); the fastest is cached
+  off         the model's top-1, never timed (no model: the first of the best fixed list)
+  exhaustive  every feasible config is timed (minutes on a new shape: the collection's cost, for comparison)
+Without a model for the GPU, the best fixed list of a shipped model stands in for the prediction, with one warning.
+Each tuning decision is logged at INFO on the "autoheur" logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import warnings
+
+import torch
+
+from autoheur.inference.cache import TuneCache
+from autoheur.inference.key import tune_key
+from autoheur.kernels.config import KernelConfig, Ragged, feasible_configs, infeasible_reason
+from autoheur.kernels.validate import GemmCall, interpreting
+from autoheur.problem import Problem
+
+log = logging.getLogger("autoheur")
+MODES = ("predicted", "off", "exhaustive")
+LAYOUT_NAMES = {Ragged.M: "2d3d", Ragged.N: "3d2d", Ragged.K: "2d2d", Ragged.NONE: "3d3d"}
+
+
+def tune_mode() -> str:
+    mode = os.environ.get("AUTOHEUR_TUNE", "predicted").strip().lower()
+    if mode not in MODES:
+        raise ValueError(f"AUTOHEUR_TUNE={mode!r}: expected one of {MODES}")
+    return mode
+
+
+def top_k_setting() -> int:
+    text = os.environ.get("AUTOHEUR_TOP_K", "10")
+    try:
+        k = int(text)
+    except ValueError:
+        raise ValueError(f"AUTOHEUR_TOP_K={text!r}: expected a positive integer") from None
+    if k < 1:
+        raise ValueError(f"AUTOHEUR_TOP_K={k}: expected a positive integer")
+    return k
+
+
+def problem_of(call: GemmCall) -> Problem:
+    """The `Problem` of a validated call (reads the offsets back: done once per new tuning key)."""
+    sizes: tuple[int, ...] = ()
+    if call.offs is not None:
+        ends = call.offs.tolist()
+        sizes = tuple(e - s for s, e in zip([0, *ends[:-1]], ends, strict=True))
+    return Problem(
+        layout=LAYOUT_NAMES[call.ragged],
+        groups=call.groups,
+        sizes=sizes,
+        m=call.m,
+        n=call.n,
+        k=call.k,
+        dtype=str(call.a.dtype).removeprefix("torch."),
+        b_major="n" if call.b_n_contig else "k",
+        a_major="k" if call.a_k_contig else "m",
+        name="runtime",
+    )
+
+
+class Tuner:
+    """Per-process tuner: one cache and one model per device."""
+
+    def __init__(self):
+        self._caches: dict[str, TuneCache] = {}
+        self._models: dict[str, object] = {}
+        self._warned: set[str] = set()
+        self._lock = threading.RLock()
+
+    def cache(self, device_name: str) -> TuneCache:
+        with self._lock:
+            if device_name not in self._caches:
+                disk = os.environ.get("AUTOHEUR_CACHE", "1") != "0"
+                self._caches[device_name] = TuneCache(device_name, disk=disk)
+            return self._caches[device_name]
+
+    def _model(self, device_name: str):
+        from autoheur.models.artifact import model_for_device
+
+        with self._lock:
+            if device_name not in self._models:
+                model, how = model_for_device(device_name)
+                if model is None and device_name not in self._warned:
+                    warnings.warn(f"autoheur: {how}", stacklevel=4)
+                    self._warned.add(device_name)
+                self._models[device_name] = model
+            return self._models[device_name]
+
+    def candidates(self, call: GemmCall, mode: str, k: int) -> tuple[list[KernelConfig], str]:
+        feasible = feasible_configs(call.signature, call.device)
+        if mode == "exhaustive":
+            return list(feasible), "whole space"
+        ok = {c.config_id for c in feasible}
+        model = self._model(call.device.name)
+        want = 1 if mode == "off" else k
+        if model is not None:
+            picks = [c for c, _ in model.top_k(problem_of(call), want, device=_fingerprint(call, model))]
+            return [c for c in picks if c.config_id in ok], f"model {model.meta.get('model')} top-{want}"
+        from autoheur.models.artifact import fallback_list
+
+        picks = [KernelConfig.from_id(c) for c in fallback_list() if c in ok][:want]
+        if not picks:  # nothing shipped: a safe middle-of-the-space config
+            picks = [feasible[len(feasible) // 2]]
+        return picks, f"best fixed list top-{len(picks)}"
+
+    def config_for(self, call: GemmCall) -> KernelConfig:
+        key = tune_key(call).to_str()
+        cache = self.cache(call.device.name)
+        hit = cache.get(key)
+        if hit is not None:
+            return KernelConfig.from_id(hit["config"])
+        with self._lock:  # one tuning per key at a time in this process
+            hit = cache.get(key)
+            if hit is not None:
+                return KernelConfig.from_id(hit["config"])
+            mode, k = tune_mode(), top_k_setting()
+            t0 = time.perf_counter()
+            cands, source = self.candidates(call, mode, k)
+            cands = [c for c in cands if infeasible_reason(c, call.signature, call.device) is None]
+            winner, ms = (cands[0], None) if mode == "off" or len(cands) == 1 else time_candidates(call, cands)
+            wall = time.perf_counter() - t0
+            cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
+                            "candidates": len(cands), "tune_s": round(wall, 3)})  # fmt: skip
+            log.info(
+                "autoheur: tuned %s: %s from %d candidates (%s) in %.2f s%s",
+                key, winner.config_id, len(cands), source, wall, "" if ms is None else f", {ms:.4f} ms",
+            )  # fmt: skip
+            return winner
+
+
+def _fingerprint(call: GemmCall, model) -> dict:
+    """The model's device record with this GPU's properties (measured rates: the model's, the same GPU type)."""
+    return {**model.device, **call.device.to_dict()}
+
+
+def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[KernelConfig, float]:
+    """Compile (first launch) and time each config on the call's inputs; the fastest. Failures are skipped."""
+    from autoheur.collect.timing import Timer, WallTimer
+    from autoheur.kernels.grouped_gemm import launch
+
+    out = torch.empty(call.out_shape, dtype=call.out_dtype, device=call.a.device)
+    fns = {}
+    for cfg in configs:
+        try:
+            launch(call, cfg, out)  # compiles on first use
+        except Exception as exc:  # a config that cannot run here is skipped, not fatal
+            log.warning("autoheur: config %s failed on this call: %s", cfg.config_id, exc)
+            continue
+        fns[cfg.config_id] = lambda c=cfg: launch(call, c, out)
+    if not fns:
+        raise RuntimeError(f"none of the {len(configs)} candidate configs could run this call")
+    gpu = call.a.is_cuda and not interpreting()
+    timer = Timer(call.a.device) if gpu else WallTimer()
+    timings = timer.screen(fns, reps=3, abort_factor=3.0)
+    best = min((t.median_ms, cid) for cid, t in timings.items() if not t.censored)
+    return KernelConfig.from_id(best[1]), best[0]
+
+
+_TUNER: Tuner | None = None
+
+
+def default_tuner() -> Tuner:
+    global _TUNER
+    if _TUNER is None:
+        _TUNER = Tuner()
+    return _TUNER

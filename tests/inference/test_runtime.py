@@ -1,0 +1,177 @@
+"""Run time on the CPU (interpreter): tuning keys, the tuned-config cache, the tuner's modes and fallback, the custom
+op's gradients and its tracing under torch.compile."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import warnings
+
+import pytest
+import torch
+
+import autoheur.inference  # noqa: F401  (registers torch.ops.autoheur.grouped_mm)
+from autoheur.inference import cache as cache_mod
+from autoheur.inference import tuner as tuner_mod
+from autoheur.inference.api import grouped_mm
+from autoheur.inference.cache import TuneCache
+from autoheur.inference.key import bucket, tune_key
+from autoheur.kernels.reference import reference_grouped_mm
+from autoheur.kernels.validate import validate
+
+OFFS = torch.tensor([5, 5, 28], dtype=torch.int32)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """Every test: its own disk cache, a fresh process tuner, and a small top-k (the interpreter is slow)."""
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("AUTOHEUR_TOP_K", "2")
+    monkeypatch.setattr(tuner_mod, "_TUNER", None)
+
+
+def test_bucket_is_exact_when_small_then_powers_of_two():
+    assert [bucket(x) for x in (0, 1, 2.5, 16)] == [0, 1, 3, 16]
+    assert [bucket(x) for x in (17, 32, 33, 1000)] == [32, 32, 64, 1024]
+
+
+def test_key_ignores_token_counts_within_a_bucket_but_not_shapes():
+    b = torch.randn(3, 24, 40)
+
+    def key(rows, ends, w=b):
+        return tune_key(validate(torch.randn(rows, 24), w, torch.tensor(ends, dtype=torch.int32)))
+
+    k1, k2 = key(120, [30, 60, 120]), key(105, [10, 20, 105])  # 40 and 35 rows per group: bucket 64
+    k3 = key(200, [30, 60, 200])  # 67 rows per group: bucket 128
+    k4 = key(120, [30, 60, 120], torch.randn(3, 24, 48))
+    assert k1 == k2 and k1 != k3 and k1 != k4
+
+
+def test_cache_hit_miss_and_persistence(tmp_path):
+    c = TuneCache("GPU X", tmp_path)
+    assert c.get("k") is None
+    c.put("k", {"config": "m64n128k64s3w4g8-ptr", "ms": 1.0})
+    assert TuneCache("GPU X", tmp_path).get("k")["config"] == "m64n128k64s3w4g8-ptr"  # a new process reads it
+    assert TuneCache("GPU Y", tmp_path).get("k") is None  # another device: another file
+    with pytest.raises(ValueError):
+        c.put("bad", {"config": "not-a-config"})
+
+
+@pytest.mark.parametrize("what", ["torch", "space"])
+def test_cache_is_invalidated_by_a_version_or_space_change(tmp_path, monkeypatch, what):
+    TuneCache("GPU X", tmp_path).put("k", {"config": "m64n128k64s3w4g8-ptr"})
+    if what == "space":
+        monkeypatch.setattr(cache_mod, "SPACE_HASH", "another-space")
+    else:
+        monkeypatch.setattr(torch, "__version__", "9.9.9")
+    assert TuneCache("GPU X", tmp_path).get("k") is None
+
+
+def test_corrupt_cache_file_is_set_aside(tmp_path):
+    c = TuneCache("GPU X", tmp_path)
+    c.path.parent.mkdir(parents=True, exist_ok=True)
+    c.path.write_text("{not json")
+    assert c.get("k") is None
+    assert list(tmp_path.glob("*.corrupt-*"))
+
+
+def _writer(args):
+    directory, i = args
+    c = TuneCache("GPU X", directory)
+    for j in range(20):
+        c.put(f"w{i}-{j}", {"config": "m64n128k64s3w4g8-ptr"})
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    with mp.get_context("spawn").Pool(4) as pool:
+        pool.map(_writer, [(tmp_path, i) for i in range(4)])
+    data = json.loads(TuneCache("GPU X", tmp_path).path.read_text())
+    assert len(data) == 80
+
+
+def test_grouped_mm_tunes_once_then_hits_the_cache(monkeypatch):
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    calls = []
+    real = tuner_mod.time_candidates
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs: calls.append(len(cfgs)) or real(call, cfgs))
+    out = grouped_mm(a, b, OFFS)
+    torch.testing.assert_close(out[:28], reference_grouped_mm(a, b, OFFS)[:28])
+    grouped_mm(torch.randn(28, 24), b, torch.tensor([3, 9, 28], dtype=torch.int32))  # same bucket: no tuning
+    assert calls == [2]
+
+
+def test_mode_off_takes_the_top1_untimed(monkeypatch):
+    monkeypatch.setenv("AUTOHEUR_TUNE", "off")
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda *a: pytest.fail("timed in mode off"))
+    grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+
+
+@pytest.mark.parametrize("var,value", [("AUTOHEUR_TUNE", "sometimes"), ("AUTOHEUR_TOP_K", "0")])
+def test_bad_knobs_are_refused(monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=var):
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+
+
+def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
+    from autoheur.models import artifact
+
+    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None: (None, "no shipped model for X"))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 48), OFFS)
+    assert sum("no shipped model" in str(x.message) for x in w) == 1
+
+
+def test_bad_input_is_refused_before_any_launch(monkeypatch):
+    import autoheur.inference.api as api
+
+    monkeypatch.setattr(api, "launch", lambda *a: pytest.fail("launched"))
+    with pytest.raises(ValueError):
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 25, 40), OFFS)  # K mismatch
+    with pytest.raises((ValueError, TypeError)):
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS.to(torch.int64))
+
+
+GOFFS = torch.tensor([8, 8, 32], dtype=torch.int32)  # multiples of 8: fp16 rows stay 16-byte aligned
+LAYOUTS = {
+    "2d3d": lambda dt: (torch.randn(32, 24, dtype=dt), torch.randn(3, 24, 40, dtype=dt), GOFFS),
+    "3d2d": lambda dt: (torch.randn(3, 40, 24, dtype=dt), torch.randn(24, 32, dtype=dt), GOFFS),
+    "2d2d": lambda dt: (torch.randn(40, 32, dtype=dt), torch.randn(32, 24, dtype=dt), GOFFS),
+    "3d3d": lambda dt: (torch.randn(3, 40, 24, dtype=dt), torch.randn(3, 24, 32, dtype=dt), None),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_gradients_match_torch(layout, dtype):
+    torch.manual_seed(0)
+    a, b, offs = LAYOUTS[layout](dtype)
+    a.requires_grad_()
+    b.requires_grad_()
+    y = torch.ops.autoheur.grouped_mm(a, b, offs)
+    w = torch.randn(y.shape, dtype=dtype)
+    (y.float() * w.float()).sum().backward()
+    a2, b2 = a.detach().float().requires_grad_(), b.detach().float().requires_grad_()
+    y2 = reference_grouped_mm(a2, b2, offs)
+    (y2 * w.float()).sum().backward()
+    tol = dict(atol=2e-2, rtol=2e-2) if dtype == torch.float16 else dict(atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(a.grad.float(), a2.grad, **tol)
+    torch.testing.assert_close(b.grad.float(), b2.grad, **tol)
+
+
+def test_opcheck():
+    a, b, offs = LAYOUTS["2d3d"](torch.float32)
+    torch.library.opcheck(torch.ops.autoheur.grouped_mm.default, (a, b, offs, None),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))  # fmt: skip
+
+
+def test_compiles_fullgraph_without_breaks():
+    def block(x, w_up, w_down, offs):
+        h = torch.ops.autoheur.grouped_mm(x, w_up, offs)
+        return torch.ops.autoheur.grouped_mm(torch.nn.functional.silu(h), w_down, offs)
+
+    x, w_up, w_down = torch.randn(28, 24), torch.randn(3, 24, 32), torch.randn(3, 32, 24)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x, w_up, w_down, OFFS)[:28], block(x, w_up, w_down, OFFS)[:28])
