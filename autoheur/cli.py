@@ -14,6 +14,7 @@ Examples:
   autoheur eval --data data/nvidia-h100-80gb-hbm3 --data data/nvidia-h200 --report reports/eval
   autoheur predict --groups 128 --total 4096 --routing zipf --n 1536 --k 2048 --device h100
   autoheur predict --public qwen3-30b-a3b/gate_up/decode --json
+  autoheur tune --workload public --compare-exhaustive   # on a GPU: top-10 tuning vs the whole space
 """
 
 from __future__ import annotations
@@ -271,6 +272,30 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from autoheur.collect.shapes import ShapesError, load_shapes
+    from autoheur.collect.workloads import workload
+    from autoheur.inference.tune import tune_problems
+
+    try:
+        problems = load_shapes(args.shapes) if args.shapes else workload(args.workload, args.count, args.seed)
+    except (ShapesError, ValueError, FileNotFoundError) as exc:
+        print(f"autoheur tune: {exc}", file=sys.stderr)
+        return 2
+    rows = []
+    for row in tune_problems(problems, args.top_k, args.compare_exhaustive):
+        rows.append(row)
+        if not args.json:
+            line = f"{row['problem'][:44]:44s} {row['config']:28s} {row['ms']:.4f} ms  tuned in {row['tune_s']:.2f} s"
+            if "exhaustive_ms" in row:
+                line += (f" | exhaustive {row['exhaustive_config']} {row['exhaustive_ms']:.4f} ms in "
+                         f"{row['exhaustive_s']:.1f} s, efficiency {row['efficiency']:.3f}")  # fmt: skip
+            print(line, flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 0
+
+
 def _device_name(arg: str | None) -> str:
     from autoheur.device import PRESETS, current_device_spec
 
@@ -363,6 +388,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_predict)
+
+    p = sub.add_parser("tune", help="run-time tuning (predicted top-k) over a problem list, vs exhaustive")
+    p.add_argument("--workload", default="public", choices=["default", "public", "models", "sampled"])
+    p.add_argument("--count", type=int, default=18)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shapes", help="a .jsonl or .csv problem file (see autoheur collect --shapes)")
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--compare-exhaustive", action="store_true", help="also time every feasible config")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_tune)
     return ap
 
 

@@ -175,3 +175,17 @@ def test_compiles_fullgraph_without_breaks():
     x, w_up, w_down = torch.randn(28, 24), torch.randn(3, 24, 32), torch.randn(3, 32, 24)
     compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(x, w_up, w_down, OFFS)[:28], block(x, w_up, w_down, OFFS)[:28])
+
+
+def test_tune_cli_reports_the_choice(tmp_path, capsys):
+    from autoheur.cli import main
+
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 3, "sizes": [8, 0, 24], "n": 32, "k": 32, "dtype": "float16", "name": "tiny"}\n')
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["problem"] == "tiny" and rows[0]["candidates"] == 2 and rows[0]["ms"] > 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"groups": 3}\n')
+    assert main(["tune", "--shapes", str(bad)]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
