@@ -75,14 +75,16 @@ def run_split(
     rs_test: RankingSet,
     models: Sequence[str],
     log=print,
+    params: dict[str, dict] | None = None,
 ) -> tuple[pd.DataFrame, list[dict]]:
-    """Fit and score every model on every fold: (per-problem rows, fit records)."""
+    """Fit and score every model on every fold: (per-problem rows, fit records). `params`: name -> overrides."""
     rows, fits = [], []
     for fold, train_ids, test_ids in folds:
         train = rs_train.subset(train_ids) if train_ids is not None else rs_train
         test = rs_test.subset(test_ids) if test_ids is not None else rs_test
         for name in models:
-            pp, extra = _score(make_model(name), train, test, split, fold, name, log)
+            model = make_model(name, **(params or {}).get(name, {}))
+            pp, extra = _score(model, train, test, split, fold, name, log)
             rows.append(pp)
             fits.append({"split": split, "fold": str(fold), "model": name, **extra})
     return pd.concat(rows, ignore_index=True), fits

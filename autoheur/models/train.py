@@ -21,17 +21,23 @@ def train(
     model: str = DEFAULT,
     heldout_folds: int = 5,
     log=print,
+    params: dict | None = None,
 ) -> TrainedModel:
+    """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
+    `params` override the ranker's default hyperparameters (tests use small models)."""
+    params = params or {}
     t0 = time.perf_counter()
     rs = load_ranking_set(data)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
     heldout = []
     if heldout_folds:
-        per_problem, _ = run_split("group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log)
+        per_problem, _ = run_split(
+            "group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log, params={model: params}
+        )
         heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")
     fixed = FixedList(10).fit(rs).list_
     t1 = time.perf_counter()
-    ranker = make_model(model).fit(rs)
+    ranker = make_model(model, **params).fit(rs)
     fit_s = time.perf_counter() - t1
     log(f"fitted {model} on all {len(rs.problems)} problems in {fit_s:.1f} s")
     return TrainedModel(ranker, build_meta(ranker, rs, str(data), fit_s, heldout, fixed))

@@ -41,8 +41,10 @@ def test_end_to_end_two_problems(tmp_path):
     assert sorted(df["problem_name"].unique()) == ["tiny-2d2d", "tiny-2d3d"]
     assert len(df) == 2 * len(IDS)  # every requested config is feasible for both: one row each
     assert set(df["config_id"]) == set(IDS)
-    assert (df["status"] == "ok").all()
-    assert (df["median_ms"] > 0).all() and (df["reps"] == 2).all()
+    # interpreter timings are noise: a config may be censored (3x the best after one run), none may fail
+    assert df["status"].isin(["ok", "censored"]).all()
+    assert (df["median_ms"] > 0).all()
+    assert (df.loc[df["status"] == "ok", "reps"] == 2).all() and (df.loc[df["status"] == "censored", "reps"] == 1).all()
     for p in TINY:  # the exact problem comes back from its rows
         row = df[df["problem_id"] == problem_id(p)].iloc[0]
         assert problem_from_row(row) == p

@@ -31,7 +31,8 @@ def mini_dataset(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(mini_dataset, tmp_path_factory):
-    model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None)
+    small = {"n_estimators": 40, "max_depth": 5, "n_jobs": 1}  # the real procedure (inner-CV objective), small
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small)
     path = model.save(tmp_path_factory.mktemp("models") / "h100-mini.joblib")
     return model, path
 
