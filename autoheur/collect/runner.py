@@ -40,6 +40,7 @@ from autoheur.collect.store import DatasetStore
 from autoheur.collect.timing import Timer, Timing, WallTimer
 from autoheur.device import H100_SXM, DeviceSpec
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
+from autoheur.kernels.validate import interpreting
 from autoheur.problem import Problem
 
 
@@ -55,10 +56,6 @@ class CollectOptions:
 
 
 # -- the device fingerprint -------------------------------------------------------------------------------------------
-
-
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def device_spec(index: int = 0) -> DeviceSpec:

@@ -42,15 +42,21 @@ def load_models() -> dict:
     return json.loads(moe_models_path().read_text())
 
 
+def proj_dims(spec: dict, proj: str, tp: int = 1) -> tuple[int, int]:
+    """(N, K) of a model's expert projection: gate/up is N = 2 * I / TP, K = H; down is N = H, K = I / TP."""
+    h, i = spec["hidden"], spec["expert_intermediate"] // tp
+    return (2 * i, h) if proj == "gate_up" else (h, i)
+
+
 def moe_problem(
     model: str, proj: str, tokens: int, *, ep: int = 1, tp: int = 1, seed: int = 0, models: dict | None = None
 ) -> Problem:
     """One expert GEMM of `model` ('gate_up' or 'down') at `tokens` tokens, routing rows ~ U(0.5, 1.5) * mean."""
     spec = (models or load_models())["models"][model]
-    h, i, e, top_k = spec["hidden"], spec["expert_intermediate"] // tp, spec["experts"], spec["top_k"]
+    e, top_k = spec["experts"], spec["top_k"]
     groups = e // ep
     rows = max(1, tokens * top_k // ep)
-    n, k = (2 * i, h) if proj == "gate_up" else (h, i)
+    n, k = proj_dims(spec, proj, tp)
     gen = torch.Generator().manual_seed(seed)
     sizes = split_rows(rows, groups, gen)
     name = f"{model}/{proj}/t{tokens}" + (f"/ep{ep}" if ep > 1 else "") + (f"/tp{tp}" if tp > 1 else "")
@@ -173,7 +179,7 @@ def model_problem(
 ) -> Problem:  # fmt: skip
     """One expert GEMM of a public model under a routing pattern; with EP the GPU holds the first E/EP experts."""
     spec = (models or load_models())["models"][model]
-    h, i, e, top_k = spec["hidden"], spec["expert_intermediate"] // tp, spec["experts"], spec["top_k"]
+    e, top_k = spec["experts"], spec["top_k"]
     if e % ep or spec["expert_intermediate"] % tp:
         raise ValueError(f"{model}: ep={ep} / tp={tp} do not divide experts={e} / intermediate")
     gen = torch.Generator().manual_seed(seed)
@@ -182,7 +188,7 @@ def model_problem(
         sizes = split_rows(max(1, tokens * top_k // ep), groups, gen, 0.7, 1.3)
     else:
         sizes = route_tokens(tokens, e, top_k, routing, gen)[:groups]
-    n, k = (2 * i, h) if proj == "gate_up" else (h, i)
+    n, k = proj_dims(spec, proj, tp)
     name = f"{model}/{proj}/t{tokens}/{routing}" + (f"/ep{ep}" if ep > 1 else "") + (f"/tp{tp}" if tp > 1 else "")
     return Problem("2d3d", groups, tuple(sizes), 0, n, k, "bfloat16", "k", "k", name=name)
 
@@ -200,8 +206,7 @@ def model_grid(models: dict | None = None, max_roofline_ms: float = MAX_MODEL_RO
                 for routing in ROUTINGS:
                     for ep, tp in pars:
                         rows = tokens * spec["top_k"] // ep
-                        i = spec["expert_intermediate"] // tp
-                        n, k = (2 * i, spec["hidden"]) if proj == "gate_up" else (spec["hidden"], i)
+                        n, k = proj_dims(spec, proj, tp)
                         est = Problem("2d3d", 1, (rows,), 0, n, k)  # one group's rows, all groups' weights below
                         weights_ms = (spec["experts"] // ep - 1) * n * k * 2 / 3e9
                         if rows <= MAX_ROWS and roofline_ms(est) + weights_ms <= max_roofline_ms:

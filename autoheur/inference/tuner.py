@@ -20,14 +20,14 @@ import warnings
 import torch
 
 from autoheur.inference.cache import TuneCache
-from autoheur.inference.key import tune_key
-from autoheur.kernels.config import KernelConfig, Ragged, feasible_configs, infeasible_reason
+from autoheur.inference.key import TuneKey, tune_key
+from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
 from autoheur.kernels.validate import GemmCall, interpreting
-from autoheur.problem import Problem
+from autoheur.problem import LAYOUTS, Problem
 
 log = logging.getLogger("autoheur")
 MODES = ("predicted", "off", "exhaustive")
-LAYOUT_NAMES = {Ragged.M: "2d3d", Ragged.N: "3d2d", Ragged.K: "2d2d", Ragged.NONE: "3d3d"}
+LAYOUT_NAMES = {ragged: name for name, ragged in LAYOUTS.items()}
 
 
 def tune_mode() -> str:
@@ -75,6 +75,7 @@ class Tuner:
         self._caches: dict[str, TuneCache] = {}
         self._models: dict[str, object] = {}
         self._warned: set[str] = set()
+        self._chosen: dict[TuneKey, KernelConfig] = {}  # the hot path: one dict lookup, no parsing, no lock
         self._lock = threading.RLock()
 
     def cache(self, device_name: str) -> TuneCache:
@@ -114,28 +115,37 @@ class Tuner:
         return picks, f"best fixed list top-{len(picks)}"
 
     def config_for(self, call: GemmCall) -> KernelConfig:
-        key = tune_key(call).to_str()
-        cache = self.cache(call.device.name)
-        hit = cache.get(key)
-        if hit is not None:
-            return KernelConfig.from_id(hit["config"])
+        tkey = tune_key(call)
+        chosen = self._chosen.get(tkey)
+        if chosen is not None:
+            return chosen
         with self._lock:  # one tuning per key at a time in this process
-            hit = cache.get(key)
-            if hit is not None:
-                return KernelConfig.from_id(hit["config"])
-            mode, k = tune_mode(), top_k_setting()
-            t0 = time.perf_counter()
-            cands, source = self.candidates(call, mode, k)
-            cands = [c for c in cands if infeasible_reason(c, call.signature, call.device) is None]
-            winner, ms = (cands[0], None) if mode == "off" or len(cands) == 1 else time_candidates(call, cands)
-            wall = time.perf_counter() - t0
-            cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
-                            "candidates": len(cands), "tune_s": round(wall, 3)})  # fmt: skip
-            log.info(
-                "autoheur: tuned %s: %s from %d candidates (%s) in %.2f s%s",
-                key, winner.config_id, len(cands), source, wall, "" if ms is None else f", {ms:.4f} ms",
-            )  # fmt: skip
-            return winner
+            chosen = self._lookup(tkey, call)
+            if chosen is None:
+                chosen = self._tune(tkey.to_str(), call)
+            self._chosen[tkey] = chosen
+            return chosen
+
+    def _lookup(self, tkey: TuneKey, call: GemmCall) -> KernelConfig | None:
+        """A config tuned earlier (this process or, through the disk cache, another one)."""
+        hit = self.cache(call.device.name).get(tkey.to_str())
+        return KernelConfig.from_id(hit["config"]) if hit is not None else None
+
+    def _tune(self, key: str, call: GemmCall) -> KernelConfig:
+        cache = self.cache(call.device.name)
+        mode, k = tune_mode(), top_k_setting()
+        t0 = time.perf_counter()
+        cands, source = self.candidates(call, mode, k)
+        cands = [c for c in cands if infeasible_reason(c, call.signature, call.device) is None]
+        winner, ms = (cands[0], None) if mode == "off" or len(cands) == 1 else time_candidates(call, cands)
+        wall = time.perf_counter() - t0
+        cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
+                        "candidates": len(cands), "tune_s": round(wall, 3)})  # fmt: skip
+        log.info(
+            "autoheur: tuned %s: %s from %d candidates (%s) in %.2f s%s",
+            key, winner.config_id, len(cands), source, wall, "" if ms is None else f", {ms:.4f} ms",
+        )  # fmt: skip
+        return winner
 
 
 def _fingerprint(call: GemmCall, model) -> dict:

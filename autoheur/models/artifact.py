@@ -41,6 +41,7 @@ def library_versions() -> dict:
 class TrainedModel:
     ranker: Ranker
     meta: dict = field(default_factory=dict)
+    _candidates: dict = field(default_factory=dict, repr=False, compare=False)  # (signature, device) -> configs
 
     # -- inference ------------------------------------------------------------------------------------------------
 
@@ -57,12 +58,11 @@ class TrainedModel:
         caches a tuple's config arrays by identity)."""
         from autoheur.device import DeviceSpec
 
-        cache = self.__dict__.setdefault("_candidates", {})
         key = (problem.signature(), device["name"])
-        if key not in cache:
+        if key not in self._candidates:
             spec = DeviceSpec.from_dict({k: device[k] for k in DeviceSpec.__dataclass_fields__})
-            cache[key] = tuple(feasible_configs(key[0], spec))
-        return cache[key]
+            self._candidates[key] = tuple(feasible_configs(key[0], spec))
+        return self._candidates[key]
 
     def extrapolation(self, problem, device: dict | None = None) -> list[str]:
         """The problem features of `problem` outside the range the model was trained on (empty: inside it)."""

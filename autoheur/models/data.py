@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoheur.features import FEATURE_NAMES, feature_matrix
+from autoheur.features import feature_matrix
 from autoheur.models.metrics import USABLE_STATUSES, relevance
 
 COLUMNS = ["problem_id", "problem_name", "layout", "dtype", "a_major", "b_major", "groups", "total", "m", "n", "k",
@@ -88,4 +88,4 @@ def load_ranking_set(path: str | Path) -> RankingSet:
     return RankingSet.from_frame(df, device)
 
 
-__all__ = ["COLUMNS", "FEATURE_NAMES", "RankingSet", "family", "load_dataset", "load_ranking_set"]
+__all__ = ["COLUMNS", "RankingSet", "family", "load_dataset", "load_ranking_set"]

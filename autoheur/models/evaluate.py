@@ -54,9 +54,7 @@ def _score(model, train: RankingSet, test: RankingSet, split: str, fold, name: s
     model.fit(train)
     fit_s = time.perf_counter() - t0
     frame = test.frame.assign(score=model.predict(test))
-    pp = evaluate(frame).reset_index().rename(columns={"index": "problem_id"})
-    if "problem_id" not in pp.columns:
-        pp = pp.rename(columns={pp.columns[0]: "problem_id"})
+    pp = evaluate(frame).reset_index()  # indexed by problem_id
     info = test.frame.drop_duplicates("problem_id").set_index("problem_id")[["problem_name", "family"]]
     pp = pp.join(info, on="problem_id")
     pp.insert(0, "model", name)
