@@ -178,7 +178,7 @@ def merge(sources: list[Path], dest: Path) -> dict:
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
     out = DatasetStore.open(dest, stores[0].meta)
-    copied = skipped = 0
+    copied = skipped = logs = 0
     for s in stores:
         for pid in s.parts():
             table = s.read_part(pid)
@@ -192,7 +192,28 @@ def merge(sources: list[Path], dest: Path) -> dict:
                 continue
             out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
             copied += 1
-    return {"dest": str(dest), "copied": copied, "duplicates_skipped": skipped, "problems": len(out.done_problems())}
+        logs += _copy_run_logs(s.root, out.root)
+    return {
+        "dest": str(dest),
+        "copied": copied,
+        "duplicates_skipped": skipped,
+        "run_logs_copied": logs,
+        "problems": len(out.done_problems()),
+    }
+
+
+def _copy_run_logs(src: Path, dest: Path) -> int:
+    """Copy the run logs (`runs/*.jsonl`, named by start time and host) that dest lacks; returns how many."""
+    n = 0
+    for log in sorted((src / "runs").glob("*.jsonl")):
+        target = dest / "runs" / log.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_bytes(log.read_bytes())
+            os.replace(tmp, target)
+            n += 1
+    return n
 
 
 def info(root: Path) -> dict:

@@ -203,6 +203,12 @@ def test_merge_dedupes_and_refuses(tmp_path):
     assert len(df) == 9 and not df.duplicated(["problem_id", "config_id"]).any()
     assert merge([tmp_path / "s1"], tmp_path / "all")["copied"] == 0  # re-running a merge is a no-op
 
+    (tmp_path / "s2" / "runs").mkdir(exist_ok=True)  # the run logs come along, once each
+    (tmp_path / "s2" / "runs" / "20261122T000000-host-0.jsonl").write_text('{"problem_id": "x"}\n')
+    assert merge([tmp_path / "s2"], tmp_path / "all")["run_logs_copied"] == 1
+    assert (tmp_path / "all" / "runs" / "20261122T000000-host-0.jsonl").read_text() == '{"problem_id": "x"}\n'
+    assert merge([tmp_path / "s2"], tmp_path / "all")["run_logs_copied"] == 0
+
     fill(tmp_path / "s3", PROBLEMS[:1], scale=2.0)  # the same problem measured again: a conflict
     with pytest.raises(ValueError, match="different rows"):
         merge([tmp_path / "s3"], tmp_path / "all")
