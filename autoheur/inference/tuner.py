@@ -5,6 +5,10 @@ Modes (environment variable AUTOHEUR_TUNE):
               and timed on the call's own inputs (the collection's screening protocol, 3 runs); the fastest is cached
   off         the model's top-1, never timed (no model: the first of the best fixed list)
   exhaustive  every feasible config is timed (minutes on a new shape: the collection's cost, for comparison)
+On a GPU the candidates are first compiled in parallel (AUTOHEUR_COMPILE_WORKERS processes, default one per candidate
+up to the core count; 1 compiles in this process): each worker compiles a config on a tiny twin of the problem that
+shares its binaries (`Problem.shrunk`) and checks its output against the reference, leaving the binary in Triton's
+on-disk cache for this process to load. A config that fails or computes a wrong result is dropped before timing.
 Without a model for the GPU, the best fixed list of a shipped model stands in for the prediction, with one warning.
 Each tuning decision is logged at INFO on the "autoheur" logger.
 """
@@ -46,6 +50,23 @@ def top_k_setting() -> int:
     if k < 1:
         raise ValueError(f"AUTOHEUR_TOP_K={k}: expected a positive integer")
     return k
+
+
+def compile_workers(candidates: int, gpu: bool) -> int:
+    """Processes that compile `candidates` configs before timing; 1 means compile in this process on first launch."""
+    text = os.environ.get("AUTOHEUR_COMPILE_WORKERS")
+    if text is not None:
+        try:
+            n = int(text)
+        except ValueError:
+            raise ValueError(f"AUTOHEUR_COMPILE_WORKERS={text!r}: expected a positive integer") from None
+        if n < 1:
+            raise ValueError(f"AUTOHEUR_COMPILE_WORKERS={n}: expected a positive integer")
+    else:
+        n = os.cpu_count() or 1
+    if not gpu or candidates < 2:  # the interpreter compiles nothing; one config gains nothing from a pool
+        return 1
+    return max(1, min(n, candidates))
 
 
 def problem_of(call: GemmCall) -> Problem:
@@ -137,7 +158,11 @@ class Tuner:
         t0 = time.perf_counter()
         cands, source = self.candidates(call, mode, k)
         cands = [c for c in cands if infeasible_reason(c, call.signature, call.device) is None]
-        winner, ms = (cands[0], None) if mode == "off" or len(cands) == 1 else time_candidates(call, cands)
+        if mode == "off" or len(cands) == 1:
+            winner, ms = cands[0], None
+        else:
+            cands = compile_in_parallel(call, cands)
+            winner, ms = time_candidates(call, cands)
         wall = time.perf_counter() - t0
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
                         "candidates": len(cands), "tune_s": round(wall, 3)})  # fmt: skip
@@ -151,6 +176,25 @@ class Tuner:
 def _fingerprint(call: GemmCall, model) -> dict:
     """The model's device record with this GPU's properties (measured rates: the model's, the same GPU type)."""
     return {**model.device, **call.device.to_dict()}
+
+
+def compile_in_parallel(call: GemmCall, configs: list[KernelConfig]) -> list[KernelConfig]:
+    """Compile and check `configs` on a pool of processes (see the module docstring); the ones that passed."""
+    workers = compile_workers(len(configs), call.a.is_cuda and not interpreting())
+    if workers == 1:
+        return configs
+    from autoheur.collect.precompile import precompile
+
+    t0 = time.perf_counter()
+    results = precompile(problem_of(call), configs, workers=workers)
+    passed = [c for c, r in zip(configs, results, strict=True) if r.status == "ok"]
+    for c, r in zip(configs, results, strict=True):
+        if r.status != "ok":
+            log.warning("autoheur: config %s dropped: %s %s", c.config_id, r.status, r.message[:200])
+    log.info("autoheur: compiled %d configs on %d processes in %.2f s", len(configs), workers, time.perf_counter() - t0)
+    if not passed:
+        raise RuntimeError(f"none of the {len(configs)} candidate configs compiled and computed a correct result")
+    return passed
 
 
 def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[KernelConfig, float]:

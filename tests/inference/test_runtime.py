@@ -106,11 +106,49 @@ def test_mode_off_takes_the_top1_untimed(monkeypatch):
     grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
 
 
-@pytest.mark.parametrize("var,value", [("AUTOHEUR_TUNE", "sometimes"), ("AUTOHEUR_TOP_K", "0")])
+@pytest.mark.parametrize(
+    "var,value", [("AUTOHEUR_TUNE", "sometimes"), ("AUTOHEUR_TOP_K", "0"), ("AUTOHEUR_COMPILE_WORKERS", "none")]
+)
 def test_bad_knobs_are_refused(monkeypatch, var, value):
     monkeypatch.setenv(var, value)
     with pytest.raises(ValueError, match=var):
         grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+
+
+def test_compile_workers_setting(monkeypatch):
+    monkeypatch.setenv("AUTOHEUR_COMPILE_WORKERS", "4")
+    assert tuner_mod.compile_workers(10, gpu=True) == 4
+    assert tuner_mod.compile_workers(3, gpu=True) == 3  # never more processes than candidates
+    assert tuner_mod.compile_workers(10, gpu=False) == 1  # the interpreter compiles nothing
+    assert tuner_mod.compile_workers(1, gpu=True) == 1
+    monkeypatch.setenv("AUTOHEUR_COMPILE_WORKERS", "1")
+    assert tuner_mod.compile_workers(10, gpu=True) == 1
+
+
+def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
+    """The pool's verdicts decide which candidates are timed; all failing is an error, never a silent pick."""
+    from autoheur.collect import precompile as pre
+
+    seen = {}
+
+    def fake_precompile(problem, configs, workers):
+        seen.update(problem=problem, workers=workers)
+        statuses = ["ok", "wrong", "compile_error", "ok"][: len(configs)]
+        return [pre.CompileResult(c.config_id, s, 0.1, 0.0) for c, s in zip(configs, statuses)]
+
+    monkeypatch.setattr(pre, "precompile", fake_precompile)
+    monkeypatch.setattr(tuner_mod, "compile_workers", lambda n, gpu: 3)
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    call = validate(a, b, OFFS)
+    cands = tuner_mod.Tuner().candidates(call, "exhaustive", 10)[0][:4]
+    kept = tuner_mod.compile_in_parallel(call, cands)
+    assert [c.config_id for c in kept] == [cands[0].config_id, cands[3].config_id]
+    assert seen["workers"] == 3 and seen["problem"].sizes == (5, 0, 23) and seen["problem"].n == 40
+    monkeypatch.setattr(
+        pre, "precompile", lambda p, cs, workers: [pre.CompileResult(c.config_id, "wrong", 0.1, 1.0) for c in cs]
+    )
+    with pytest.raises(RuntimeError, match="none of the 4 candidate configs"):
+        tuner_mod.compile_in_parallel(call, cands)
 
 
 def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
