@@ -106,7 +106,8 @@ class Tuner:
                 self._caches[device_name] = TuneCache(device_name, disk=disk)
             return self._caches[device_name]
 
-    def _model(self, device_name: str):
+    def model(self, device_name: str):
+        """The model for this GPU (loaded once per process), or None: the fallback list stands in."""
         from autoheur.models.artifact import model_for_device
 
         with self._lock:
@@ -123,7 +124,7 @@ class Tuner:
         if mode == "exhaustive":
             return list(feasible), "whole space"
         ok = {c.config_id for c in feasible}
-        model = self._model(call.device.name)
+        model = self.model(call.device.name)
         want = 1 if mode == "off" else k
         if model is not None:
             picks = [c for c, _ in model.top_k(problem_of(call), want, device=_fingerprint(call, model))]

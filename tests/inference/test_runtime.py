@@ -151,6 +151,20 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
         tuner_mod.compile_in_parallel(call, cands)
 
 
+def test_offsets_values_are_checked_unless_told_to_trust_them(monkeypatch):
+    import autoheur.inference.api as api
+
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    grouped_mm(a, b, OFFS)  # tuned once
+    bad = torch.tensor([5, 4, 28], dtype=torch.int32)  # decreasing: caught only by reading the values
+    with pytest.raises(ValueError, match="offs"):
+        grouped_mm(a, b, bad)
+    monkeypatch.setattr(api, "CHECK_OFFSETS", False)
+    monkeypatch.setattr(api, "launch", lambda call, cfg, out: out)  # nothing to run: the point is no host read
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: pytest.fail("offsets read back"))
+    grouped_mm(a, b, bad)
+
+
 def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
     from autoheur.models import artifact
 
