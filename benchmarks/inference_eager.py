@@ -1,0 +1,236 @@
+"""Issue 5 eager benchmarks (GPU): first-call tuning vs exhaustive, the tuned kernel vs the exhaustive winner and
+torch._grouped_mm, and the steady-state cost of a cached call with CUDA graphs off and on.
+
+Phases (``--phases``, comma-separated):
+  tune       per public problem, in a fresh spawned process with an empty Triton cache and no autoheur cache (a true
+             first call; the model is loaded before the clock starts, as a serving process loads it once):
+             - first_call_s: wall time of the first `autoheur.grouped_mm` call (top-10 predicted, compiled in parallel
+               and checked, timed on the call's inputs, the winner launched);
+             - chosen_ms, aten_ms, oracle_ms: `triton.testing.do_bench` medians (L2 flushed) of the chosen config,
+               of `torch._grouped_mm`, and of the exhaustive winner recorded for this problem in the shipped dataset,
+               all three on the same inputs in the same process;
+             - exhaustive_s: with `--exhaustive-live N`, the first N problems are also tuned with AUTOHEUR_TUNE=
+               exhaustive in another fresh process (every feasible config compiled on all cores, checked and timed):
+               the measured wall time of exhaustive tuning.
+  overhead   one small problem, tuned once, then host microseconds per call (median of 2000 calls, no sync inside)
+             for the raw launch of the chosen config, the kernel wrapper with that config, and the cached
+             `autoheur.grouped_mm`, with offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); then the GPU time
+             per call of 100 calls captured in a CUDA graph, for the raw launch and the cached call.
+
+Example (one H100):
+  TRITON_CACHE_DIR=$PWD/.cache/triton python benchmarks/inference_eager.py --out $OUT --exhaustive-live 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _set_env(env: dict) -> None:
+    os.environ.update(env)
+
+
+def _first_call(problem, mode: str, oracle_id: str | None) -> dict:
+    """In a fresh process: the first autoheur.grouped_mm call on `problem` under AUTOHEUR_TUNE=`mode`."""
+    import torch
+
+    import autoheur
+    from autoheur.collect.timing import bench_ms
+    from autoheur.inference.tuner import default_tuner
+    from autoheur.kernels import KernelConfig, launch, validate
+    from autoheur.kernels.reference import reference_grouped_mm, relative_error
+
+    a, b, offs = problem.make_inputs("cuda")
+    call = validate(a, b, offs)
+    tuner = default_tuner()
+    tuner.model(call.device.name)  # loaded before the clock: once per process in real use
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = autoheur.grouped_mm(a, b, offs)
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    row = {"problem": problem.name, "mode": mode, "first_call_s": first}
+    if mode == "exhaustive":
+        return row
+    cfg = tuner.config_for(call)
+    row.update(config=cfg.config_id, rel_err=relative_error(out, reference_grouped_mm(a, b, offs, call.out_dtype)))
+    buf = torch.empty_like(out)
+    row["chosen_ms"] = bench_ms(lambda: launch(call, cfg, buf))
+    row["aten_ms"] = bench_ms(lambda: torch._grouped_mm(a, b, offs))
+    if oracle_id:
+        oracle = KernelConfig.from_id(oracle_id)
+        launch(call, oracle, buf)  # compiled outside any timed region
+        row.update(oracle=oracle_id, oracle_ms=bench_ms(lambda: launch(call, oracle, buf)))
+    return row
+
+
+def _in_fresh_process(env: dict, fn, *args) -> dict:
+    """`fn(*args)` in a new spawned process with `env` set before anything is imported there. Not a Pool: its daemon
+    workers may not start the tuner's own compile processes."""
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_set_env, initargs=(env,)) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def _cold(mode: str, cache_dir: str) -> dict:
+    return {"TRITON_CACHE_DIR": cache_dir, "AUTOHEUR_CACHE": "0", "AUTOHEUR_TUNE": mode}
+
+
+def oracles(data: Path) -> dict[str, tuple[str, float]]:
+    """problem_id -> (fastest usable config, its recorded ms) in a dataset."""
+    from autoheur.collect.store import DatasetStore
+
+    df = DatasetStore.load(data).read(["problem_id", "config_id", "median_ms", "status"])
+    df = df[(df.status == "ok")]
+    best = df.loc[df.groupby("problem_id").median_ms.idxmin()]
+    return {r.problem_id: (r.config_id, r.median_ms) for r in best.itertuples()}
+
+
+def phase_tune(args, out: Path) -> list[dict]:
+    from autoheur.collect.schema import problem_id
+    from autoheur.collect.workloads import public_problems
+    from autoheur.device import current_device_spec
+
+    spec = current_device_spec()
+    data = Path(args.data or ROOT / "data" / spec.slug)
+    best = oracles(data) if data.exists() else {}
+    rows = []
+    for i, p in enumerate(public_problems()[: args.limit]):
+        oracle = best.get(problem_id(p), (None, math.nan))
+        with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
+            row = _in_fresh_process(_cold("predicted", cold), _first_call, p, "predicted", oracle[0])
+        row["dataset_oracle_ms"] = oracle[1]
+        if i < args.exhaustive_live:
+            with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
+                ex = _in_fresh_process(_cold("exhaustive", cold), _first_call, p, "exhaustive", None)
+                row["exhaustive_s"] = ex["first_call_s"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        (out / "tune.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ok = [r for r in rows if r.get("oracle_ms")]
+    summary = {
+        "problems": len(rows),
+        "first_call_s_median": statistics.median(r["first_call_s"] for r in rows),
+        "vs_oracle_geomean": _geomean([r["oracle_ms"] / r["chosen_ms"] for r in ok]),
+        "vs_aten_geomean": _geomean([r["aten_ms"] / r["chosen_ms"] for r in rows]),
+        "exhaustive_over_first_call": [r["exhaustive_s"] / r["first_call_s"] for r in rows if "exhaustive_s" in r],
+    }
+    print(json.dumps(summary), flush=True)
+    (out / "tune_summary.json").write_text(json.dumps(summary, indent=1))
+    return rows
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def _host_us(fn, calls: int = 2000) -> float:
+    """Median host microseconds per call (CPU enqueue cost; the GPU runs behind)."""
+    import torch
+
+    times = []
+    for i in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+        if i % 200 == 199:
+            torch.cuda.synchronize()  # keep the launch queue from filling
+    return statistics.median(times)
+
+
+def _graph_us(fn, calls: int = 100, replays: int = 20) -> float:
+    """GPU microseconds per call of `calls` calls captured in one CUDA graph."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        g.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / (calls * replays)
+
+
+def phase_overhead(args, out: Path) -> dict:
+    import torch
+
+    import autoheur
+    import autoheur.inference.api as api
+    from autoheur.collect.timing import bench_ms
+    from autoheur.collect.workloads import public_problems
+    from autoheur.kernels import grouped_mm as kernel_grouped_mm
+    from autoheur.kernels import launch, validate
+
+    p = next(q for q in public_problems() if q.name == args.overhead_problem)
+    a, b, offs = p.make_inputs("cuda")
+    autoheur.grouped_mm(a, b, offs)  # tunes once
+    call = validate(a, b, offs)
+    from autoheur.inference.tuner import default_tuner
+
+    cfg = default_tuner().config_for(call)
+    buf = torch.empty(call.out_shape, dtype=call.out_dtype, device="cuda")
+    res = {"problem": p.name, "config": cfg.config_id}
+    res["launch_us"] = _host_us(lambda: launch(call, cfg, buf))
+    res["kernel_wrapper_us"] = _host_us(lambda: kernel_grouped_mm(a, b, offs, config=cfg))
+    res["kernel_wrapper_trusted_us"] = _host_us(lambda: kernel_grouped_mm(a, b, offs, config=cfg, check_offsets=False))
+    for check in (True, False):
+        api.CHECK_OFFSETS = check
+        res[f"cached_call_{'checked' if check else 'trusted'}_us"] = _host_us(lambda: autoheur.grouped_mm(a, b, offs))
+    api.CHECK_OFFSETS = True
+    res["graph_launch_us"] = _graph_us(lambda: launch(call, cfg, buf))
+    res["graph_cached_call_us"] = _graph_us(lambda: autoheur.grouped_mm(a, b, offs))
+    res["kernel_ms"] = bench_ms(lambda: launch(call, cfg, buf))
+    print(json.dumps(res), flush=True)
+    (out / "overhead.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--phases", default="overhead,tune")
+    ap.add_argument("--data", help="dataset with the exhaustive winners (default: data/<this GPU's slug>)")
+    ap.add_argument("--limit", type=int, default=None, help="first N public problems only")
+    ap.add_argument("--exhaustive-live", type=int, default=0, help="also tune the first N problems exhaustively")
+    ap.add_argument("--overhead-problem", default="qwen3-30b-a3b/gate_up/decode")
+    args = ap.parse_args(argv)
+    import torch
+    import triton
+
+    if not torch.cuda.is_available():
+        print("needs a CUDA GPU", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "date": time.strftime("%Y-%m-%d"), "argv": sys.argv}  # fmt: skip
+    (args.out / "env.json").write_text(json.dumps(env, indent=1))
+    for phase in args.phases.split(","):
+        {"tune": phase_tune, "overhead": phase_overhead}[phase](args, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
