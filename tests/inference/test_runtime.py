@@ -134,7 +134,7 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
     def fake_precompile(problem, configs, workers):
         seen.update(problem=problem, workers=workers)
         statuses = ["ok", "wrong", "compile_error", "ok"][: len(configs)]
-        return [pre.CompileResult(c.config_id, s, 0.1, 0.0) for c, s in zip(configs, statuses)]
+        return [pre.CompileResult(c.config_id, s, 0.1, 0.0) for c, s in zip(configs, statuses, strict=True)]
 
     monkeypatch.setattr(pre, "precompile", fake_precompile)
     monkeypatch.setattr(tuner_mod, "compile_workers", lambda n, gpu: 3)

@@ -1,0 +1,18 @@
+"""torch.compile integration: narrow the Triton choices Inductor autotunes for `aten._grouped_mm` to a predicted top-k.
+
+    import autoheur.inductor
+    with autoheur.inductor.enable():          # or enable() / disable()
+        fn = torch.compile(moe_block, mode="max-autotune")
+
+Inductor offers the ATen kernel plus its persistent Triton template over a fixed grid (144 configs, pruned by the
+rows per group and shared memory) and compiles and benchmarks every one. `enable()` registers a preprocessing function
+(`torch._inductor.select_algorithm.add_preprocessing_fn`, run before anything is compiled) that keeps the ATen choice
+and the k template choices a model ranks best for the problem, and leaves the list whole when unsure: no model for
+this GPU, a problem it cannot read (symbolic sizes), one outside the model's training range, or k or fewer template
+choices. See choices.py for how a choice is read and filter.py for the decision.
+"""
+
+from autoheur.inductor.choices import grid_configs, inductor_problem, template_config
+from autoheur.inductor.filter import ChoiceFilter, disable, enable
+
+__all__ = ["ChoiceFilter", "disable", "enable", "grid_configs", "inductor_problem", "template_config"]

@@ -1,0 +1,127 @@
+"""Reading Inductor's grouped-mm autotuning choices: which template config each is, and which problem they solve.
+
+A Triton template choice of `aten._grouped_mm` is named `triton_grouped_mm_<i>`; its `description` lists the template
+kwargs (`BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, ..., num_stages=3, num_warps=4`), which are read here rather than
+`log_info["tile_shape"]`, whose order is not documented. A template config is mapped to its twin in autoheur's own
+space (same tile, stages and warps; TMA loads, as the template uses when Triton has tensor descriptors; no tile
+grouping), so the feature code describes both kernel families the same way.
+
+The problem is what Inductor benchmarks: the operands' size hints and strides, and offsets that split the ragged
+dimension evenly, rounded to 16 bytes (`create_offsets` in torch/_inductor/kernel/mm_grouped.py): the real routing is
+a run-time tensor that Inductor never sees.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from autoheur.kernels.config import KernelConfig
+from autoheur.problem import Problem
+
+TEMPLATE_PREFIX = "triton_grouped_mm_"
+log = logging.getLogger("autoheur")
+_KWARG = re.compile(r"(\w+)=([^,]+)")
+
+
+def grid_configs() -> list[KernelConfig]:
+    """Inductor's grouped-mm grid (from the installed torch), as twins in autoheur's space; empty if unavailable."""
+    try:
+        from torch._inductor.kernel.mm_grouped import grouped_mm_configs
+    except ImportError:
+        return []
+    out = []
+    for c in grouped_mm_configs():
+        kw = c.kwargs
+        out.append(_twin(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], c.num_stages, c.num_warps))
+    return out
+
+
+def _twin(bm: int, bn: int, bk: int, stages: int, warps: int, tma: bool = True) -> KernelConfig:
+    return KernelConfig(int(bm), int(bn), int(bk), int(stages), int(warps), 1, "tma" if tma else "ptr", False)
+
+
+def template_kwargs(choice) -> dict[str, str] | None:
+    """The template kwargs of a grouped-mm Triton choice (strings), or None for any other choice (ATen, ...)."""
+    if not str(getattr(choice, "name", "")).startswith(TEMPLATE_PREFIX):
+        return None
+    return dict(_KWARG.findall(str(getattr(choice, "description", ""))))
+
+
+def template_config(choice) -> KernelConfig | None:
+    """The autoheur twin of a grouped-mm template choice; None if it is not one or cannot be read."""
+    kw = template_kwargs(choice)
+    if kw is None:
+        return None
+    try:
+        return _twin(
+            kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["num_stages"], kw["num_warps"],
+            kw.get("USE_TMA_LOAD", "True") == "True",
+        )  # fmt: skip
+    except (KeyError, ValueError, TypeError):  # a template revision with other kwargs or values outside the space
+        return None
+
+
+def inductor_problem(
+    a_size, a_stride, b_size, b_stride, groups: int | None, dtype: str, alignment_bytes: int = 16
+) -> Problem:
+    """The problem Inductor benchmarks for operands of these (concrete) sizes and strides; `groups` = offs length."""
+    a_size, b_size = [int(x) for x in a_size], [int(x) for x in b_size]
+    a_k_major = int(a_stride[-1]) == 1
+    b_k_major = int(b_stride[-2]) == 1  # B[.., K, N] with K contiguous: stored [.., N, K] and used transposed
+    a_major, b_major = ("k" if a_k_major else "m"), ("k" if b_k_major else "n")
+    elem = {"bfloat16": 2, "float16": 2, "float32": 4}[dtype]
+    if len(a_size) == 2 and len(b_size) == 3:
+        layout, g, (m, k), n = "2d3d", b_size[0], a_size, b_size[2]
+        end = m
+    elif len(a_size) == 3 and len(b_size) == 2:
+        layout, g, (_, m, k), n = "3d2d", a_size[0], a_size, b_size[1]
+        end = n
+    elif len(a_size) == 2 and len(b_size) == 2:
+        if groups is None:
+            raise ValueError("2D x 2D needs the offsets' length")
+        layout, g, (m, k), n = "2d2d", groups, a_size, b_size[1]
+        end = k
+    elif len(a_size) == 3 and len(b_size) == 3:
+        g, m, k, n = a_size[0], a_size[1], a_size[2], b_size[2]
+        return Problem("3d3d", g, (), m, n, k, dtype, b_major, a_major, name="inductor")
+    else:
+        raise ValueError(f"not a grouped_mm: A {a_size}, B {b_size}")
+    sizes = even_split(end, g, alignment_bytes // elem)
+    return Problem(layout, g, sizes, m, n, k, dtype, b_major, a_major, name="inductor")
+
+
+def even_split(end: int, groups: int, alignment: int) -> tuple[int, ...]:
+    """Group sizes of Inductor's benchmark offsets: ends at (i+1) * end / groups rounded to `alignment`, the last at
+    `end` (create_offsets: round half to even, as torch.round)."""
+    ends = [round((i + 1) * end / groups / alignment) * alignment for i in range(groups - 1)] + [end]
+    return tuple(e - s for s, e in zip([0, *ends[:-1]], ends, strict=True))
+
+
+def choices_problem(choices) -> Problem | None:
+    """The problem of a grouped-mm choice list (read from its first template choice), or None when unreadable."""
+    from torch._inductor.virtualized import V
+
+    for c in choices:
+        if template_kwargs(c) is None:
+            continue
+        try:
+            nodes = c.input_nodes
+            sv = V.graph.sizevars  # size_hints up to torch 2.12, optimization_hints from 2.13
+            hints = getattr(sv, "size_hints", None) or sv.optimization_hints
+            a, b = nodes[0], nodes[1]
+            groups = int(hints(nodes[2].get_size())[0]) if len(nodes) > 2 else None
+            if any(_symbolic(x) for n in (a, b) for x in (*n.get_size(), *n.get_stride())):
+                return None  # dynamic shapes: the hint is one value of many
+            dtype = str(a.get_dtype()).removeprefix("torch.")
+            return inductor_problem(
+                hints(a.get_size()), hints(a.get_stride()), hints(b.get_size()), hints(b.get_stride()), groups, dtype
+            )
+        except Exception as exc:  # an IR this code does not know: unsure, so no filtering
+            log.info("autoheur.inductor: cannot read the problem: %s: %s", type(exc).__name__, exc)
+            return None
+    return None
+
+
+def _symbolic(x) -> bool:
+    return not isinstance(x, int) and not (hasattr(x, "is_number") and x.is_number)

@@ -1,0 +1,135 @@
+"""The choice filter Inductor calls before autotuning, and `enable()` / `disable()` to install it.
+
+Decision, per autotuning call (one list of choices):
+  - not a grouped-mm list (no `triton_grouped_mm_*` choice): untouched;
+  - no model, a problem that cannot be read, a problem outside the model's training range, or k or fewer template
+    choices: untouched (logged at INFO with the reason);
+  - otherwise: every non-template choice (ATen and any other backend) in its place, plus the k template choices the
+    model scores best (their order in the list kept), logged at INFO.
+The model is anything with `ranker.rank(problem, configs, device) -> scores` and `device` (a `TrainedModel`); by
+default the one shipped for this GPU's Inductor grid, `models/inductor-<device-slug>.joblib`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from pathlib import Path
+
+from autoheur.inductor.choices import choices_problem, template_config, template_kwargs
+
+log = logging.getLogger("autoheur")
+
+
+class ChoiceFilter:
+    """Callable on Inductor's choice list; see the module docstring."""
+
+    def __init__(self, model=None, top_k: int = 10, device: dict | None = None):
+        if not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k={top_k!r} must be a positive integer")
+        self.model, self.top_k, self.device = model, top_k, device
+        self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
+
+    def __call__(self, choices: list) -> list:
+        templates = [(i, template_config(c)) for i, c in enumerate(choices) if template_kwargs(c) is not None]
+        if not templates:
+            return choices
+        keep, why = self._select(choices, templates)
+        record = {"choices": len(choices), "templates": len(templates), "kept": len(keep), "why": why}
+        self.decisions.append(record)
+        log.info("autoheur.inductor: grouped_mm: kept %d of %d choices (%s)", len(keep), len(choices), why)
+        return [choices[i] for i in keep]
+
+    def _select(self, choices, templates) -> tuple[list[int], str]:
+        everything = list(range(len(choices)))
+        if self.model is None:
+            return everything, "no model for this GPU: full list"
+        if len(templates) <= self.top_k:
+            return everything, f"{len(templates)} template choices <= top_k={self.top_k}: full list"
+        if any(cfg is None for _, cfg in templates):
+            return everything, "a template choice could not be read: full list"
+        problem = choices_problem(choices)
+        if problem is None:
+            return everything, "problem not readable (symbolic sizes?): full list"
+        device = self.device or self.model.device
+        outside = getattr(self.model, "extrapolation", lambda p, d: [])(problem, device)
+        if outside:
+            return everything, f"outside the model's training range ({', '.join(outside[:3])}): full list"
+        scores = list(self.model.ranker.rank(problem, [cfg for _, cfg in templates], device))
+        ranked = sorted(range(len(templates)), key=lambda j: -scores[j])[: self.top_k]
+        chosen = {templates[j][0] for j in ranked}
+        template_ids = {i for i, _ in templates}
+        keep = [i for i in everything if i not in template_ids or i in chosen]
+        return keep, f"model top-{self.top_k} of {len(templates)} template choices for {problem.layout} " + (
+            f"g={problem.groups} n={problem.n} k={problem.k} rows={problem.total}"
+        )
+
+
+def default_model(directory: Path | None = None):
+    """The Inductor-grid model shipped for this GPU, or None (with the reason logged)."""
+    from autoheur.device import current_device_spec
+    from autoheur.models.artifact import MODELS_DIR, TrainedModel
+
+    try:
+        slug = current_device_spec().slug
+    except Exception as exc:  # no GPU here
+        log.info("autoheur.inductor: no device to pick a model for (%s)", exc)
+        return None
+    path = Path(directory or MODELS_DIR) / f"inductor-{slug}.joblib"
+    if not path.exists():
+        return None
+    return TrainedModel.load(path)
+
+
+_ACTIVE: list[ChoiceFilter] = []
+
+
+def _registry() -> list | None:
+    """Inductor's list of preprocessing functions (torch 2.13: on the global AlgorithmSelectorCache)."""
+    from torch._inductor import select_algorithm as sa
+
+    get = getattr(sa, "get_algorithm_selector_cache", None)
+    cache = get() if get is not None else getattr(sa, "_ALGORITHM_SELECTOR_CACHE", None)
+    fns = getattr(cache, "preprocessing_fns", None)
+    return fns if isinstance(fns, list) else None
+
+
+def enable(model=None, top_k: int = 10, device: dict | None = None) -> contextlib.AbstractContextManager:
+    """Install the filter (replacing one installed before); usable as a context manager that removes it on exit."""
+    from torch._inductor import select_algorithm as sa
+
+    if model is None:
+        model = default_model()
+        if model is None:
+            warnings.warn(
+                "autoheur.inductor: no Inductor-grid model for this GPU (models/inductor-<device-slug>.joblib): "
+                "Inductor's grouped_mm choices are left whole",
+                stacklevel=2,
+            )
+    disable()
+    flt = ChoiceFilter(model, top_k, device)
+    sa.add_preprocessing_fn(flt)
+    _ACTIVE.append(flt)
+    return _Scope(flt)
+
+
+def disable() -> None:
+    """Remove the filter if installed; other preprocessing functions stay."""
+    fns = _registry()
+    while _ACTIVE:
+        flt = _ACTIVE.pop()
+        if fns is not None and flt in fns:
+            fns.remove(flt)
+        elif fns is None:  # an Inductor without a reachable list: clear user functions (its defaults come back)
+            from torch._inductor import select_algorithm as sa
+
+            sa.clear_preprocessing_fns()
+
+
+class _Scope(contextlib.AbstractContextManager):
+    def __init__(self, flt: ChoiceFilter):
+        self.filter = flt
+
+    def __exit__(self, *exc) -> None:
+        disable()

@@ -1,0 +1,149 @@
+"""The Inductor choice filter on real choice lists: Inductor's own grouped_mm lowering (torch on this CPU machine),
+told it runs on a Hopper GPU, builds its real TritonTemplateCaller choices; the filter reads and narrows them. The
+Triton choices are then dropped before Inductor would compile them (there is no GPU here), so ATen runs."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from autoheur.inductor import ChoiceFilter, disable, enable, grid_configs, inductor_problem, template_config
+from autoheur.inductor.choices import choices_problem, even_split
+
+mg = pytest.importorskip("torch._inductor.kernel.mm_grouped")
+sa = pytest.importorskip("torch._inductor.select_algorithm")
+
+
+@pytest.fixture
+def hopper(monkeypatch):
+    """Inductor's lowering as on an H100: the template's hardware gates say yes (132 SMs, 227 KB shared memory)."""
+    import torch.utils._triton as ut
+
+    monkeypatch.setattr(mg, "can_use_triton_kernel", lambda *a, **k: True)
+    monkeypatch.setattr(mg, "use_triton_template", lambda *a, **k: True)
+    monkeypatch.setattr(mg, "get_num_sms", lambda: 132)
+    monkeypatch.setattr(mg, "get_gpu_shared_memory", lambda: 232448)
+    monkeypatch.setattr(ut, "triton_hash_with_backend", lambda: "no-gpu")
+    monkeypatch.setattr(ut, "triton_backend", lambda: None)
+    from torch._inductor import config
+
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN,TRITON", force_disable_caches=True):
+        yield
+    disable()
+    torch._dynamo.reset()
+
+
+class Recorder:
+    """Registered after the filter: keeps what reached it and passes on only non-Triton choices (no GPU here)."""
+
+    def __init__(self):
+        self.lists = []
+        self.problems = []
+
+    def __call__(self, choices):
+        self.lists.append(list(choices))
+        self.problems.append(choices_problem(choices))
+        return [c for c in choices if not c.name.startswith("triton_")]
+
+
+def compile_and_run(recorder, groups=4, rows=512, n=512, k=256):
+    sa.add_preprocessing_fn(recorder)
+    try:
+        a = torch.randn(rows, k, dtype=torch.bfloat16)
+        b = torch.randn(groups, n, k, dtype=torch.bfloat16).transpose(-2, -1)  # MoE weights: [G, N, K] used as K x N
+        offs = torch.arange(1, groups + 1, dtype=torch.int32) * (rows // groups)
+        out = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), fullgraph=True)(a, b, offs)
+        torch.testing.assert_close(out, torch._grouped_mm(a, b, offs))
+    finally:
+        fns = sa.get_algorithm_selector_cache().preprocessing_fns
+        if recorder in fns:
+            fns.remove(recorder)
+
+
+class ScoreByTile:
+    """A stand-in model: prefers big tiles (deterministic, so the kept set is known)."""
+
+    device = {"name": "test"}
+
+    class ranker:  # noqa: N801
+        @staticmethod
+        def rank(problem, configs, device):
+            return [c.block_m * 1000 + c.block_n + c.block_k / 1000 + c.num_stages / 1e4 for c in configs]
+
+    @staticmethod
+    def extrapolation(problem, device):
+        return []
+
+
+def test_real_choices_are_read(hopper):
+    rec = Recorder()
+    compile_and_run(rec)
+    (choices,) = rec.lists
+    templates = [c for c in choices if c.name.startswith("triton_grouped_mm_")]
+    assert len(choices) - len(templates) == 1 and choices[0].name == "_grouped_mm"  # the ATen choice
+    configs = [template_config(c) for c in templates]
+    assert all(c is not None for c in configs)
+    assert set(configs) <= set(grid_configs()) and len(grid_configs()) == 144
+    assert len(set(configs)) == len(configs)
+    assert min(c.block_m for c in configs) == 64  # 128 rows per group: Inductor prunes BLOCK_M <= 32
+    problem = rec.problems[0]
+    assert (problem.layout, problem.groups, problem.sizes, problem.n, problem.k) == ("2d3d", 4, (128,) * 4, 512, 256)
+    assert (problem.dtype, problem.b_major, problem.a_major) == ("bfloat16", "k", "k")
+
+
+def test_filter_keeps_aten_and_the_top_k(hopper):
+    rec = Recorder()
+    with enable(model=ScoreByTile(), top_k=5) as scope:
+        compile_and_run(rec)
+    (kept,) = rec.lists
+    assert kept[0].name == "_grouped_mm" and len(kept) == 6
+    tiles = sorted((template_config(c).block_m, template_config(c).block_n) for c in kept[1:])
+    # the five best-scored: all four 128x256 tiles that fit in shared memory (BLOCK_K 64, 3 or 4 stages, 4 or 8 warps),
+    # then the best 128x128 one
+    assert tiles.count((128, 256)) == 4 and tiles.count((128, 128)) == 1
+    assert scope.filter.decisions[0]["kept"] == 6 and "model top-5" in scope.filter.decisions[0]["why"]
+    assert scope.filter not in sa.get_algorithm_selector_cache().preprocessing_fns  # removed on exit
+
+
+@pytest.mark.parametrize("case", ["no model", "outside range", "few choices"])
+def test_filter_leaves_the_list_whole_when_unsure(hopper, case):
+    model = None if case == "no model" else ScoreByTile()
+    if case == "outside range":
+        model.extrapolation = lambda p, d: ["k=256 (trained on 1024..8192)"]
+    flt = ChoiceFilter(model, top_k=200 if case == "few choices" else 5)
+    rec = Recorder()
+    sa.add_preprocessing_fn(flt)
+    try:
+        compile_and_run(rec)
+    finally:
+        sa.get_algorithm_selector_cache().preprocessing_fns.remove(flt)
+    assert len(rec.lists[0]) == flt.decisions[0]["choices"] > 6 and "full list" in flt.decisions[0]["why"]
+
+
+def test_enable_without_a_model_warns_and_disable_removes_only_ours(hopper):
+    other = lambda choices: choices  # noqa: E731
+    sa.add_preprocessing_fn(other)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        enable()
+        enable()  # replaces, never stacks
+    fns = sa.get_algorithm_selector_cache().preprocessing_fns
+    assert sum(isinstance(f, ChoiceFilter) for f in fns) == 1
+    assert any("no Inductor-grid model" in str(x.message) for x in w)
+    disable()
+    assert not any(isinstance(f, ChoiceFilter) for f in fns) and other in fns
+    fns.remove(other)
+    with pytest.raises(ValueError, match="top_k"):
+        ChoiceFilter(None, top_k=0)
+
+
+def test_problem_mirrors_inductors_benchmark_offsets():
+    assert even_split(100, 3, 8) == (32, 32, 36)  # ends 33.3 -> 32, 66.7 -> 64, then 100
+    assert even_split(7, 1, 8) == (7,)
+    p = inductor_problem((300, 64), (64, 1), (8, 64, 96), (6144, 1, 64), 8, "float16")
+    assert p.layout == "2d3d" and sum(p.sizes) == 300 and p.b_major == "k" and p.groups == 8
+    p = inductor_problem((64, 300), (1, 64), (300, 96), (96, 1), 4, "bfloat16")  # weight gradient: ragged K
+    assert (p.layout, p.groups, sum(p.sizes), p.m, p.n) == ("2d2d", 4, 300, 64, 96)
+    assert p.a_major == "m" and p.b_major == "n"
