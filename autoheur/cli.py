@@ -95,7 +95,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
         config_sample=args.sample_configs,
         config_ids=_csv(args.configs) if args.configs else None,
         seed=args.seed,
+        family=args.family,
     )
+    if args.family == "inductor" and not args.out:
+        out = Path("data") / f"inductor-{device_spec(0).slug}"
     try:
         summary = collect(problems, out, opts, new=args.new_dataset, gpus=gpus, shard_spec=shard_spec)
     except ValueError as exc:  # a mismatched dataset: the message says what to do
@@ -338,6 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", default="0/1", help="i/N: this machine's share of the problems")
     run.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
     run.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
+    run.add_argument("--family", default="triton", choices=["triton", "inductor"],
+                     help="triton: autoheur's kernel over its whole space; inductor: Inductor's own grouped_mm "
+                          "template over its grid, timed by Inductor's max-autotune (default dataset: "
+                          "data/inductor-<device-slug>)")  # fmt: skip
     tm = p.add_argument_group("timing")
     tm.add_argument("--reps", type=int, default=5, help="timed runs per config that survives the first round")
     tm.add_argument("--abort-factor", type=float, default=3.0, help="censor configs this much slower than the best")

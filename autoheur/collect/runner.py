@@ -43,6 +43,8 @@ from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
 from autoheur.kernels.validate import interpreting
 from autoheur.problem import Problem
 
+FAMILIES = ("triton", "inductor")
+
 
 @dataclass(frozen=True)
 class CollectOptions:
@@ -53,6 +55,11 @@ class CollectOptions:
     config_sample: int | None = None  # time a fixed random subset of each problem's feasible configs (quick runs)
     config_ids: tuple[str, ...] | None = None  # or exactly these configs (those feasible for the problem)
     seed: int = 0  # inputs and the config sample
+    family: str = "triton"  # "triton": autoheur's kernel over its space; "inductor": Inductor's template (its grid)
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"family={self.family!r}: expected one of {FAMILIES}")
 
 
 # -- the device fingerprint -------------------------------------------------------------------------------------------
@@ -125,10 +132,15 @@ def fingerprint(index: int = 0) -> dict:
     return device_fingerprint(device_spec(index), clocks=clocks, driver=driver, **measure_device(index))
 
 
-def dataset_metadata(index: int = 0) -> Metadata:
+def dataset_metadata(index: int = 0, family: str = "triton") -> Metadata:
     from autoheur.collect.timing import TIMING_VERSION
 
     device = fingerprint(index)
+    if family == "inductor":
+        from autoheur.inductor import collect as ind
+        from autoheur.inductor.choices import grid_hash, template_source_hash
+
+        return Metadata(device, grid_hash(), template_source_hash(), timing_version=ind.TIMING_VERSION, family=family)
     return Metadata(device, space_hash=SPACE_HASH, kernel_hash=kernel_source_hash(), timing_version=TIMING_VERSION)
 
 
@@ -296,6 +308,31 @@ def measure_problem(
     return results, stats
 
 
+def measure_inductor(problem: Problem, device: torch.device):
+    """The `inductor` family: Inductor's own autotuning of the problem (autoheur/inductor/collect.py)."""
+    from autoheur.inductor.collect import measure
+
+    t0 = time.perf_counter()
+    results, extra = measure(problem, device)
+    timed = sorted((t.median_ms, c.config_id) for c, s, t in results if t is not None)
+    stats = ProblemStats(
+        problem_id=problem_id(problem),
+        name=problem.name,
+        configs=len(results),
+        timed=len(timed),
+        censored=0,
+        failed=sum(s not in ("ok", "invalid") for _, s, _ in results),
+        best_ms=timed[0][0] if timed else math.nan,
+        median_ms=timed[len(timed) // 2][0] if timed else math.nan,
+        worst_ms=timed[-1][0] if timed else math.nan,
+        best_config=timed[0][1] if timed else "",
+        check_s=0.0,
+        timing_s=extra["autotune_s"],  # compile and benchmark together: Inductor does both
+        wall_s=time.perf_counter() - t0,
+    )
+    return results, stats, extra
+
+
 # -- the run ----------------------------------------------------------------------------------------------------------
 
 
@@ -342,14 +379,18 @@ def _worker(
         if pid in store.done_problems():  # another worker or run got there first
             report({"kind": "skipped", "rank": rank, "problem_id": pid})
             continue
-        configs = feasible_for(p, spec, opts)
-        results, stats = measure_problem(p, configs, compiled[compile_key(p, spec)], opts, device, timer)
+        extra = {}
+        if opts.family == "inductor":
+            results, stats, extra = measure_inductor(p, device)
+        else:
+            configs = feasible_for(p, spec, opts)
+            results, stats = measure_problem(p, configs, compiled[compile_key(p, spec)], opts, device, timer)
         try:
             store.write_problem(p, rows_for(p, results))
         except FileExistsError:
             report({"kind": "skipped", "rank": rank, "problem_id": pid})
             continue
-        record = {**asdict(stats), "timings_per_s": stats.timings_per_s, "rank": rank}
+        record = {**asdict(stats), "timings_per_s": stats.timings_per_s, "rank": rank, **extra}
         with log_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         report({"kind": "done", **record})
@@ -408,6 +449,8 @@ def collect(
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict:
     """Collect `problems` (this shard's share) into the dataset at `root`; returns a summary of the run."""
+    if opts.family == "inductor" and (interpreting() or not torch.cuda.is_available()):
+        raise ValueError("the inductor family needs a CUDA GPU: Inductor offers its grouped_mm template only there")
     t0 = time.time()
     deadline = t0 + opts.time_limit_s if opts.time_limit_s else None
     ids = [problem_id(p) for p in problems]
@@ -415,8 +458,12 @@ def collect(
         dup = len(ids) - len(set(ids))
         log(f"{dup} duplicate problems in the list: each is collected once")
         problems = list({pid: p for pid, p in zip(ids, problems, strict=True)}.values())
+    if opts.family == "inductor":  # what Inductor times: the shapes with an even split (it never sees the routing)
+        from autoheur.inductor.collect import as_benchmarked
+
+        problems = list({problem_id(q): q for q in map(as_benchmarked, problems)}.values())
     mine = shard(problems, *shard_spec)
-    meta = dataset_metadata(0)
+    meta = dataset_metadata(0, opts.family)
     store = DatasetStore.open(Path(root), meta, new=new)
     done = store.done_problems()
     todo = [p for p in mine if problem_id(p) not in done]
@@ -429,7 +476,7 @@ def collect(
         return summary
     spec = device_spec(0)
     t_c = time.time()
-    compiled = precompile_all(todo, spec, opts, log)
+    compiled = precompile_all(todo, spec, opts, log) if opts.family == "triton" else {}
     summary["precompile_s"] = time.time() - t_c
 
     progress = Progress(len(todo))

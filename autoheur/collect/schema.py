@@ -219,6 +219,7 @@ class Metadata:
     kernel_hash: str = ""
     schema_version: int = SCHEMA_VERSION
     timing_version: int = 1  # collect.timing.TIMING_VERSION of the run; absent in the first datasets, which were v1
+    family: str = "triton"  # the kernel family timed: "triton" (autoheur's kernel) or "inductor" (Inductor's template)
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     def __post_init__(self) -> None:
@@ -261,7 +262,7 @@ class Metadata:
             a, b = self.device.get(key), other.device.get(key)
             if a != b:
                 out.append(f"device.{key}: {a!r} != {b!r}")
-        for name in ("space_hash", "kernel_hash", "schema_version", "timing_version"):
+        for name in ("family", "space_hash", "kernel_hash", "schema_version", "timing_version"):
             a, b = getattr(self, name), getattr(other, name)
             if a != b:
                 out.append(f"{name}: {a!r} != {b!r}")

@@ -72,16 +72,16 @@ def inductor_problem(
     a_major, b_major = ("k" if a_k_major else "m"), ("k" if b_k_major else "n")
     elem = {"bfloat16": 2, "float16": 2, "float32": 4}[dtype]
     if len(a_size) == 2 and len(b_size) == 3:
-        layout, g, (m, k), n = "2d3d", b_size[0], a_size, b_size[2]
-        end = m
+        layout, g, (end, k), n = "2d3d", b_size[0], a_size, b_size[2]
+        m = 0  # the ragged dimension: its extent is the sizes' sum
     elif len(a_size) == 3 and len(b_size) == 2:
-        layout, g, (_, m, k), n = "3d2d", a_size[0], a_size, b_size[1]
-        end = n
+        layout, g, (_, m, k), end = "3d2d", a_size[0], a_size, b_size[1]
+        n = 0
     elif len(a_size) == 2 and len(b_size) == 2:
         if groups is None:
             raise ValueError("2D x 2D needs the offsets' length")
-        layout, g, (m, k), n = "2d2d", groups, a_size, b_size[1]
-        end = k
+        layout, g, (m, end), n = "2d2d", groups, a_size, b_size[1]
+        k = 0
     elif len(a_size) == 3 and len(b_size) == 3:
         g, m, k, n = a_size[0], a_size[1], a_size[2], b_size[2]
         return Problem("3d3d", g, (), m, n, k, dtype, b_major, a_major, name="inductor")
@@ -125,3 +125,25 @@ def choices_problem(choices) -> Problem | None:
 
 def _symbolic(x) -> bool:
     return not isinstance(x, int) and not (hasattr(x, "is_number") and x.is_number)
+
+
+def grid_hash() -> str:
+    """Fingerprint of Inductor's grid as installed (the Inductor family's config space)."""
+    import hashlib
+
+    text = "inductor-grouped-mm:" + ",".join(sorted(c.config_id for c in grid_configs()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def template_source_hash() -> str:
+    """sha256 of Inductor's grouped-mm lowering and its Triton template, as installed (the family's kernel source)."""
+    import hashlib
+    from pathlib import Path
+
+    import torch._inductor.kernel.mm_grouped as mg
+
+    here = Path(mg.__file__).parent
+    h = hashlib.sha256()
+    for path in (Path(mg.__file__), here / "templates" / "triton_mm_grouped.py.jinja"):
+        h.update(path.read_bytes() if path.exists() else b"missing:" + path.name.encode())
+    return h.hexdigest()[:16]

@@ -125,7 +125,7 @@ def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):
     collect(TINY[:1], root, OPTS, log=quiet)
     real = runner.dataset_metadata
 
-    def other_gpu(index=0):
+    def other_gpu(index=0, family="triton"):
         meta = real(index)
         return Metadata({**meta.device, "name": "Some Other GPU", "sm_count": 100}, meta.space_hash, meta.kernel_hash)
 
@@ -141,7 +141,9 @@ def test_older_timing_protocol_is_refused(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     real = runner.dataset_metadata
     monkeypatch.setattr(
-        runner, "dataset_metadata", lambda index=0: Metadata(**{**real(index).to_dict(), "timing_version": 1})
+        runner,
+        "dataset_metadata",
+        lambda index=0, family="triton": Metadata(**{**real(index).to_dict(), "timing_version": 1}),
     )
     collect(TINY[:1], root, OPTS, log=quiet)
     monkeypatch.setattr(runner, "dataset_metadata", real)

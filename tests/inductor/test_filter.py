@@ -7,59 +7,13 @@ from __future__ import annotations
 import warnings
 
 import pytest
-import torch
 
 from autoheur.inductor import ChoiceFilter, disable, enable, grid_configs, inductor_problem, template_config
-from autoheur.inductor.choices import choices_problem, even_split
+from autoheur.inductor.choices import even_split
 
-mg = pytest.importorskip("torch._inductor.kernel.mm_grouped")
+from .conftest import Recorder, compile_and_run
+
 sa = pytest.importorskip("torch._inductor.select_algorithm")
-
-
-@pytest.fixture
-def hopper(monkeypatch):
-    """Inductor's lowering as on an H100: the template's hardware gates say yes (132 SMs, 227 KB shared memory)."""
-    import torch.utils._triton as ut
-
-    monkeypatch.setattr(mg, "can_use_triton_kernel", lambda *a, **k: True)
-    monkeypatch.setattr(mg, "use_triton_template", lambda *a, **k: True)
-    monkeypatch.setattr(mg, "get_num_sms", lambda: 132)
-    monkeypatch.setattr(mg, "get_gpu_shared_memory", lambda: 232448)
-    monkeypatch.setattr(ut, "triton_hash_with_backend", lambda: "no-gpu")
-    monkeypatch.setattr(ut, "triton_backend", lambda: None)
-    from torch._inductor import config
-
-    with config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN,TRITON", force_disable_caches=True):
-        yield
-    disable()
-    torch._dynamo.reset()
-
-
-class Recorder:
-    """Registered after the filter: keeps what reached it and passes on only non-Triton choices (no GPU here)."""
-
-    def __init__(self):
-        self.lists = []
-        self.problems = []
-
-    def __call__(self, choices):
-        self.lists.append(list(choices))
-        self.problems.append(choices_problem(choices))
-        return [c for c in choices if not c.name.startswith("triton_")]
-
-
-def compile_and_run(recorder, groups=4, rows=512, n=512, k=256):
-    sa.add_preprocessing_fn(recorder)
-    try:
-        a = torch.randn(rows, k, dtype=torch.bfloat16)
-        b = torch.randn(groups, n, k, dtype=torch.bfloat16).transpose(-2, -1)  # MoE weights: [G, N, K] used as K x N
-        offs = torch.arange(1, groups + 1, dtype=torch.int32) * (rows // groups)
-        out = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), fullgraph=True)(a, b, offs)
-        torch.testing.assert_close(out, torch._grouped_mm(a, b, offs))
-    finally:
-        fns = sa.get_algorithm_selector_cache().preprocessing_fns
-        if recorder in fns:
-            fns.remove(recorder)
 
 
 class ScoreByTile:
@@ -145,5 +99,5 @@ def test_problem_mirrors_inductors_benchmark_offsets():
     p = inductor_problem((300, 64), (64, 1), (8, 64, 96), (6144, 1, 64), 8, "float16")
     assert p.layout == "2d3d" and sum(p.sizes) == 300 and p.b_major == "k" and p.groups == 8
     p = inductor_problem((64, 300), (1, 64), (300, 96), (96, 1), 4, "bfloat16")  # weight gradient: ragged K
-    assert (p.layout, p.groups, sum(p.sizes), p.m, p.n) == ("2d2d", 4, 300, 64, 96)
+    assert (p.layout, p.groups, sum(p.sizes), p.m, p.n, p.k) == ("2d2d", 4, 300, 64, 96, 0)
     assert p.a_major == "m" and p.b_major == "n"

@@ -1,0 +1,109 @@
+"""Collecting Inductor's own grouped-mm timings: the `inductor` kernel family of `autoheur collect`.
+
+For each problem, `torch.compile(mode="max-autotune")` of one `torch._grouped_mm` call with every cache off: Inductor
+builds its choices (ATen plus its Triton template over the grid, pruned by its own rules), compiles and benchmarks
+them, and hands every choice's time to a feedback saver (`torch._inductor.select_algorithm.add_feedback_saver`). Each
+template choice becomes one row under its twin config id (choices.py); grid configs Inductor pruned for the problem are
+recorded as `invalid` (never offered), and choices that failed (an infinite time) as `compile_error`. The ATen time
+goes to the run log.
+
+The problem recorded is the one Inductor benchmarks: the workload problem's shapes with offsets split evenly
+(`inductor_problem`), since Inductor never sees the routing. Timings are Inductor's benchmarker's, one figure per
+choice (spread unknown: 0); `TIMING_VERSION` names that protocol in the dataset's metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+
+import torch
+
+from autoheur.collect.timing import Timing
+from autoheur.inductor.choices import even_split, grid_configs, template_config
+from autoheur.kernels.config import KernelConfig, Ragged
+from autoheur.problem import Problem
+
+FAMILY = "inductor"
+TIMING_VERSION = 1001  # Inductor's autotuning benchmarker, as the feedback saver reports it
+
+
+def as_benchmarked(problem: Problem) -> Problem:
+    """The problem Inductor times for `problem`'s shapes: the same operands, offsets split evenly (16-byte steps)."""
+    if problem.ragged == Ragged.NONE:
+        return problem
+    sizes = even_split(problem.total, problem.groups, 16 // problem.torch_dtype.itemsize)
+    return dataclasses.replace(problem, sizes=sizes)
+
+
+def autotune_timings(problem: Problem, device: torch.device) -> tuple[dict, float]:
+    """Inductor's max-autotune of `problem` with caches off: ({choice: ms} of the grouped_mm choices, wall seconds)."""
+    from torch._inductor import config
+    from torch._inductor import select_algorithm as sa
+
+    seen: dict = {}
+
+    def saver(timings, name, input_nodes, choices, profiler_bench_fn, *rest):  # 5 arguments in 2.9, 6 from 2.10
+        if name in ("grouped_mm", "scaled_grouped_mm"):
+            seen.update(timings)
+
+    a, b, offs = problem.make_inputs(device)
+    torch._dynamo.reset()
+    sa.add_feedback_saver(saver)
+    t0 = time.perf_counter()
+    try:
+        with config.patch(max_autotune=True, max_autotune_gemm_backends="ATEN,TRITON", force_disable_caches=True):
+            fn = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), fullgraph=True, dynamic=False)
+            fn(a, b, offs)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+    finally:
+        _remove_saver(sa, saver)
+        torch._dynamo.reset()
+    return seen, time.perf_counter() - t0
+
+
+def _remove_saver(sa, saver) -> None:
+    get = getattr(sa, "get_algorithm_selector_cache", None)
+    cache = get() if get is not None else getattr(sa, "_ALGORITHM_SELECTOR_CACHE", None)
+    fns = getattr(cache, "feedback_saver_fns", None)
+    if isinstance(fns, list) and saver in fns:
+        fns.remove(saver)
+    else:
+        sa.clear_feedback_savers()
+
+
+def results_from_timings(timings: dict, grid: Sequence[KernelConfig] | None = None):
+    """(config, status, Timing) for every grid config, from the feedback saver's {choice: ms}; plus ATen's ms."""
+    grid = list(grid if grid is not None else grid_configs())
+    measured: dict[str, float] = {}
+    aten_ms = math.nan
+    for choice, ms in timings.items():
+        cfg = template_config(choice)
+        if cfg is None:
+            if "triton" not in str(getattr(choice, "name", "")):
+                aten_ms = float(ms)
+            continue
+        measured[cfg.config_id] = float(ms)
+    unknown = set(measured) - {c.config_id for c in grid}
+    if unknown:
+        raise ValueError(f"Inductor timed configs outside its grid as installed: {sorted(unknown)[:3]}")
+    results = []
+    for cfg in grid:
+        ms = measured.get(cfg.config_id)
+        if ms is None:
+            results.append((cfg, "invalid", None))  # pruned by Inductor for this problem: never offered
+        elif not math.isfinite(ms):
+            results.append((cfg, "compile_error", None))
+        else:
+            results.append((cfg, "ok", Timing(ms, 0.0, 1, False)))
+    return results, aten_ms
+
+
+def measure(problem: Problem, device: torch.device):
+    """One problem's rows and run-log figures: Inductor's autotuning of it, every grid config accounted for."""
+    timings, wall = autotune_timings(problem, device)
+    results, aten_ms = results_from_timings(timings)
+    return results, {"aten_ms": aten_ms, "autotune_s": wall}

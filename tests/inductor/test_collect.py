@@ -1,0 +1,88 @@
+"""The `inductor` collection family on the CPU: rows from the feedback saver's timings of Inductor's real choices,
+the benchmarked problem, the dataset's metadata, and refusals. Inductor's autotuning itself needs a GPU (gpu-marked)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from autoheur.collect.runner import CollectOptions, collect
+from autoheur.collect.schema import Metadata, device_fingerprint, rows_for
+from autoheur.collect.store import DatasetStore
+from autoheur.device import H100_SXM
+from autoheur.inductor.choices import grid_configs, grid_hash, template_config, template_source_hash
+from autoheur.inductor.collect import TIMING_VERSION, as_benchmarked, measure, results_from_timings
+from autoheur.problem import Problem
+
+from .conftest import Recorder, compile_and_run
+
+PROBLEM = Problem("2d3d", 4, (90, 200, 0, 222), 0, 512, 256, name="skewed")
+
+
+def inductor_meta() -> Metadata:
+    fp = device_fingerprint(H100_SXM, 3000.0, 700.0, None, None, {"torch": "2.13.0", "triton": "3.6.0", "cuda": "13.0"})
+    return Metadata(fp, grid_hash(), template_source_hash(), timing_version=TIMING_VERSION, family="inductor")
+
+
+def test_the_benchmarked_problem_is_inductors(hopper):
+    """Inductor times the shapes with an even split; the problem read from its real choices says the same."""
+    bench = as_benchmarked(PROBLEM)
+    assert bench.sizes == (128, 128, 128, 128) and bench.total == PROBLEM.total and bench.name == "skewed"
+    rec = Recorder()
+    compile_and_run(rec, inputs=PROBLEM.make_inputs("cpu"))
+    assert rec.problems[0] == bench
+    assert as_benchmarked(Problem("3d3d", 2, (), 64, 64, 64)) == Problem("3d3d", 2, (), 64, 64, 64)
+
+
+def test_rows_from_real_choices_and_their_timings(hopper, tmp_path):
+    rec = Recorder()
+    compile_and_run(rec, inputs=PROBLEM.make_inputs("cpu"))
+    choices = rec.lists[0]
+    templates = [c for c in choices if template_config(c) is not None]
+    timings = {c: 0.1 + i / 100 for i, c in enumerate(templates)}
+    timings[templates[-1]] = math.inf  # a choice that failed to compile or run
+    timings[choices[0]] = 0.05  # ATen
+    results, aten_ms = results_from_timings(timings)
+    assert aten_ms == 0.05 and len(results) == len(grid_configs()) == 144
+    status = {c.config_id: s for c, s, _ in results}
+    assert status[template_config(templates[0]).config_id] == "ok"
+    assert status[template_config(templates[-1]).config_id] == "compile_error"
+    assert sum(s == "ok" for s in status.values()) == len(templates) - 1
+    assert sum(s == "invalid" for s in status.values()) == 144 - len(templates)  # pruned: never offered
+    store = DatasetStore.open(tmp_path / "ind", inductor_meta())
+    bench = as_benchmarked(PROBLEM)
+    store.write_problem(bench, rows_for(bench, results))
+    df = DatasetStore.load(tmp_path / "ind").read()
+    assert len(df) == 144 and df[df.status == "ok"].median_ms.min() == pytest.approx(0.1)
+    assert DatasetStore.load(tmp_path / "ind").meta.family == "inductor"
+
+
+def test_timings_outside_the_grid_are_refused():
+    class Fake:
+        name = "triton_grouped_mm_0"
+        description = "BLOCK_M=256, BLOCK_N=64, BLOCK_K=64, num_stages=3, num_warps=4, USE_TMA_LOAD=True"
+
+    with pytest.raises(ValueError, match="outside its grid"):
+        results_from_timings({Fake(): 1.0})
+
+
+def test_inductor_family_refusals(tmp_path):
+    with pytest.raises(ValueError, match="family"):
+        CollectOptions(family="cutlass")
+    with pytest.raises(ValueError, match="needs a CUDA GPU"):
+        collect([PROBLEM], tmp_path / "x", CollectOptions(family="inductor"))
+    mine = inductor_meta()
+    theirs = Metadata(mine.device, kernel_hash="k0")  # the triton family on the same device
+    assert any(m.startswith("family") for m in mine.mismatches(theirs))
+    DatasetStore.open(tmp_path / "ind", mine)
+    with pytest.raises(ValueError, match="family"):
+        DatasetStore.open(tmp_path / "ind", theirs)
+
+
+@pytest.mark.gpu
+def test_inductor_autotunes_a_problem_on_the_gpu():
+    results, extra = measure(as_benchmarked(PROBLEM), torch.device("cuda"))
+    ok = [t.median_ms for _, s, t in results if s == "ok"]
+    assert len(ok) > 10 and all(0 < x < 10 for x in ok) and extra["aten_ms"] > 0
