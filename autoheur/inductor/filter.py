@@ -67,19 +67,18 @@ class ChoiceFilter:
 
 
 def default_model(directory: Path | None = None):
-    """The Inductor-grid model shipped for this GPU, or None (with the reason logged)."""
+    """The Inductor-grid model shipped for this GPU (`autoheur train` on a `--family inductor` dataset), or None."""
     from autoheur.device import current_device_spec
-    from autoheur.models.artifact import MODELS_DIR, TrainedModel
+    from autoheur.models.artifact import MODELS_DIR, model_for_device
 
     try:
-        slug = current_device_spec().slug
+        name = current_device_spec().name
     except Exception as exc:  # no GPU here
         log.info("autoheur.inductor: no device to pick a model for (%s)", exc)
         return None
-    path = Path(directory or MODELS_DIR) / f"inductor-{slug}.joblib"
-    if not path.exists():
-        return None
-    return TrainedModel.load(path)
+    model, how = model_for_device(name, Path(directory or MODELS_DIR), family="inductor")
+    log.info("autoheur.inductor: %s", how)
+    return model
 
 
 _ACTIVE: list[ChoiceFilter] = []

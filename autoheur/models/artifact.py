@@ -119,8 +119,9 @@ class TrainedModel:
             raise ValueError(f"{path} is not an autoheur model of format {FORMAT_VERSION}; {RETRAIN}")
         meta = blob["meta"]
         problems = []
-        if meta.get("space_hash") != SPACE_HASH:
-            problems.append(f"config-space hash {meta.get('space_hash')} != installed {SPACE_HASH}")
+        space = expected_space_hash(meta.get("family", "triton"))
+        if meta.get("space_hash") != space:
+            problems.append(f"config-space hash {meta.get('space_hash')} != installed {space}")
         if meta.get("features_hash") != features_hash():
             problems.append(f"features hash {meta.get('features_hash')} != installed {features_hash()}")
         if problems:
@@ -136,8 +137,26 @@ def problem_ranges(train) -> dict[str, list[float]]:
     return {n: [float(P[:, j].min()), float(P[:, j].max())] for j, n in enumerate(FEATURE_NAMES[:N_PROBLEM])}
 
 
-def build_meta(ranker: Ranker, train, dataset: str, fit_s: float, heldout: list[dict] | None, fixed: list[str]):
+def expected_space_hash(family: str) -> str:
+    """The config-space hash a model of `family` must carry to match the installed code (and torch, for Inductor)."""
+    if family == "inductor":
+        from autoheur.inductor.choices import grid_hash
+
+        return grid_hash()
+    return SPACE_HASH
+
+
+def build_meta(
+    ranker: Ranker,
+    train,
+    dataset: str,
+    fit_s: float,
+    heldout: list[dict] | None,
+    fixed: list[str],
+    family: str = "triton",
+):
     return {
+        "family": family,
         "problem_ranges": problem_ranges(train),
         "model": ranker.name,
         "params": ranker.get_params(),
@@ -145,7 +164,7 @@ def build_meta(ranker: Ranker, train, dataset: str, fit_s: float, heldout: list[
         "objective_selection": {k: list(v) for k, v in getattr(ranker, "selection_", {}).items()},
         "feature_names": list(FEATURE_NAMES),
         "features_hash": features_hash(),
-        "space_hash": SPACE_HASH,
+        "space_hash": expected_space_hash(family),
         "device": train.device,
         "dataset": dataset,
         "train_data_hash": train.data_hash(),
@@ -159,14 +178,25 @@ def build_meta(ranker: Ranker, train, dataset: str, fit_s: float, heldout: list[
     }
 
 
-def shipped_models(directory: Path = MODELS_DIR) -> list[Path]:
-    return sorted(directory.glob("*.joblib")) if directory.exists() else []
+def shipped_models(directory: Path = MODELS_DIR, family: str = "triton") -> list[Path]:
+    """The models in `directory` of one kernel family (autoheur's kernel by default, or Inductor's template)."""
+    if not directory.exists():
+        return []
+    out = []
+    for path in sorted(directory.glob("*.joblib")):
+        side = path.with_suffix(".json")
+        meta = json.loads(side.read_text()) if side.exists() else {}
+        if meta.get("family", "triton") == family:
+            out.append(path)
+    return out
 
 
-def model_for_device(device_name: str, directory: Path = MODELS_DIR) -> tuple[TrainedModel | None, str]:
-    """(the shipped model trained on `device_name`, or None and a message naming the fallback)."""
+def model_for_device(
+    device_name: str, directory: Path = MODELS_DIR, family: str = "triton"
+) -> tuple[TrainedModel | None, str]:
+    """(the shipped model of `family` trained on `device_name`, or None and a message naming the fallback)."""
     loaded = []
-    for path in shipped_models(directory):
+    for path in shipped_models(directory, family):
         meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").exists() else {}
         if meta.get("device", {}).get("name") == device_name:
             return TrainedModel.load(path), f"model {path.name} (trained on {device_name})"

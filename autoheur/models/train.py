@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
 from autoheur.models.data import load_ranking_set
 from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
@@ -40,4 +41,5 @@ def train(
     ranker = make_model(model, **params).fit(rs)
     fit_s = time.perf_counter() - t1
     log(f"fitted {model} on all {len(rs.problems)} problems in {fit_s:.1f} s")
-    return TrainedModel(ranker, build_meta(ranker, rs, str(data), fit_s, heldout, fixed))
+    family = DatasetStore.load(data).meta.family
+    return TrainedModel(ranker, build_meta(ranker, rs, str(data), fit_s, heldout, fixed, family=family))

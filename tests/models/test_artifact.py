@@ -89,6 +89,24 @@ def test_no_model_for_the_device_falls_back_to_the_fixed_list(trained, tmp_path,
     assert found is not None
 
 
+def test_models_of_another_kernel_family_are_kept_apart(trained, tmp_path):
+    """An Inductor-grid model is never the run-time tuner's model, and it is checked against Inductor's grid."""
+    from autoheur.inductor.choices import grid_hash
+
+    model, _ = trained
+    assert model.meta["family"] == "triton"
+    ind = artifact.TrainedModel(model.ranker, {**model.meta, "family": "inductor", "space_hash": grid_hash()})
+    ind.save(tmp_path / "inductor-h100.joblib")
+    assert artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)[0] is None  # the tuner's family: none here
+    found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path, family="inductor")
+    assert found is not None and found.meta["family"] == "inductor"
+    blob = joblib.load(tmp_path / "inductor-h100.joblib")
+    blob["meta"]["space_hash"] = model.meta["space_hash"]  # the kernel's space hash on an Inductor model: refused
+    joblib.dump(blob, tmp_path / "bad.joblib")
+    with pytest.raises(ValueError, match="config-space hash"):
+        artifact.TrainedModel.load(tmp_path / "bad.joblib")
+
+
 def test_predict_cli(trained, capsys):
     _, path = trained
     rc = main(["predict", "--groups", "8", "--total", "512", "--routing", "zipf", "--n", "1024", "--k", "2048",
