@@ -1,0 +1,108 @@
+"""Issue 5 compile-path benchmark (GPU): a MoE expert block under torch.compile(mode="max-autotune").
+
+The block: gate/up grouped GEMM (x[T, H] by W1[E, 2I, H] used transposed), SiLU(gate) * up, down grouped GEMM
+(by W2[E, H, I] used transposed). Three ways, each in a fresh process with every compile cache off
+(`force_disable_caches`), so each pays its own compile and autotune:
+  inductor        Inductor's max-autotune over ATen + its whole Triton grid
+  inductor+filter the same inside `autoheur.inductor.enable()` (ATen + the model's top-k of the grid)
+  autoheur op     the block through `torch.ops.autoheur.grouped_mm` (autoheur's own tuning, its cache off)
+Per way: the first call's wall time (compile + autotune + run) and the steady-state time of a call
+(`triton.testing.do_bench`, median), plus how many grouped-mm choices Inductor benchmarked (from its feedback saver).
+
+Example (one H100):
+  python benchmarks/inductor_block.py --out $OUT --model qwen3-30b-a3b --tokens 4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+WAYS = ("inductor", "inductor+filter", "autoheur op")
+
+
+def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: int, seed: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+    import triton.testing
+    from torch._inductor import config
+    from torch._inductor import select_algorithm as sa
+
+    torch.manual_seed(seed)
+    dev, dt = "cuda", torch.bfloat16
+    x = torch.randn(tokens, hidden, device=dev, dtype=dt)
+    w1 = torch.randn(experts, 2 * inter, hidden, device=dev, dtype=dt) / hidden**0.5
+    w2 = torch.randn(experts, hidden, inter, device=dev, dtype=dt) / inter**0.5
+    counts = torch.distributions.Multinomial(tokens, torch.ones(experts)).sample().to(torch.int64)
+    offs = torch.cumsum(counts, 0).to(device=dev, dtype=torch.int32)
+
+    if way == "autoheur op":
+        import autoheur.inference  # noqa: F401  (registers torch.ops.autoheur.grouped_mm)
+
+        os.environ["AUTOHEUR_CACHE"] = "0"
+        mm = torch.ops.autoheur.grouped_mm.default
+    else:
+
+        def mm(a, b, o, out_dtype=None):
+            return torch._grouped_mm(a, b, o)
+
+    def block(x, w1, w2, offs):
+        h = mm(x, w1.transpose(-2, -1), offs, None)
+        g, u = h.chunk(2, dim=-1)
+        return mm(F.silu(g) * u, w2.transpose(-2, -1), offs, None)
+
+    benchmarked = []
+    sa.add_feedback_saver(lambda timings, name, *rest: benchmarked.append((name, len(timings))))
+    scope = None
+    if way == "inductor+filter":
+        import autoheur.inductor
+
+        scope = autoheur.inductor.enable(top_k=top_k)
+    mode = None if way == "autoheur op" else "max-autotune"
+    with config.patch(force_disable_caches=True):
+        fn = torch.compile(block, mode=mode, fullgraph=True, dynamic=False)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = fn(x, w1, w2, offs)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        steady = triton.testing.do_bench(lambda: fn(x, w1, w2, offs), warmup=25, rep=200, return_mode="median")
+    res = {"way": way, "first_call_s": first, "steady_ms": float(steady), "benchmarked": benchmarked,
+           "out_norm": float(out.float().norm())}  # fmt: skip
+    if scope is not None:
+        res["filter_decisions"] = scope.filter.decisions
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--model", default="qwen3-30b-a3b", help="a model of ../shared/moe_models.json (its dimensions)")
+    ap.add_argument("--tokens", type=int, default=4096, help="token-expert rows (tokens x experts per token)")
+    ap.add_argument("--top-k", type=int, default=10)
+    ap.add_argument("--ways", default=",".join(WAYS))
+    args = ap.parse_args(argv)
+    from autoheur.collect.workloads import load_models
+
+    spec = load_models()["models"][args.model]
+    dims = (spec["experts"], spec["hidden"], spec["expert_intermediate"], args.tokens, args.top_k, 0)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for way in args.ways.split(","):
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            row = pool.submit(_run, way, *dims).result()
+        row.update(model=args.model, tokens=args.tokens)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        (args.out / "inductor_block.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
