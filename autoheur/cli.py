@@ -174,7 +174,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.report:
         out = Path(args.report)
         out.mkdir(parents=True, exist_ok=True)
-        per_problem.to_csv(out / "per_problem.csv", index=False)
+        per_problem.to_csv(out / "per_problem.csv.gz", index=False)  # compression from the suffix
         summary.to_csv(out / "summary.csv", index=False)
         import pandas as pd
 
@@ -208,7 +208,8 @@ _EVAL_METHOD = (
     "over whole problems; lomo: each public model family held out in turn; A->B: fit on all of device A's problems, "
     "ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, where the oracle is "
     "the fastest config of the exhaustive collection; best-of-10 = the best of the predicted top 10 (the brief "
-    "autotune's result). Subset oracle>=0.1ms excludes problems whose timings are affected by timing protocol v1."
+    "autotune's result). Subset oracle>=0.1ms: the problems whose best config takes at least 0.1 ms; on a dataset "
+    "collected under timing protocol v1 (the H200's: data/README.md) only these are free of its launch-overhead flaw."
 )
 
 
