@@ -2,10 +2,13 @@
 
 Everything Triton specializes on or the config space depends on is exact (layout, dtypes, operand majors, the fixed
 extents n / k / m, the group count, TMA alignment, the device). The ragged extent is bucketed: token counts change on
-every batch, and retuning each would defeat the cache. The bucket is the mean rows per group rounded up to a power
-of two (below 16: its own bucket each of 1-16), the way serving engines bucket M; it is read from the operand shape,
-never from the offsets, so computing the key needs no device-to-host copy. The problem tuned for a bucket is the
-call that first hit it.
+every batch, and retuning each would defeat the cache. The bucket is the total ragged extent (the token-expert rows
+of a MoE layer) rounded up to a power of two, exact up to 16, the way serving engines bucket M (vLLM's fused-MoE
+tables are keyed by token count). It is read from the operand shape, never from the offsets, so computing the key
+needs no device-to-host copy; the routing (how the rows spread over groups) is therefore not in the key, and the
+problem tuned for a bucket is the call that first hit it. An earlier key bucketed the mean rows per group: all
+decode batches of a many-expert layer (under one row per group) then shared one bucket, although their active
+expert counts, and best configs, differ (benchmarks/bucketing.py measures both).
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ from autoheur.kernels.config import Ragged
 from autoheur.kernels.validate import GemmCall
 
 
-def bucket(mean_rows: float) -> int:
-    """Rows-per-group bucket: exact up to 16, then the next power of two."""
-    if mean_rows <= 16:
-        return max(0, int(-(-mean_rows // 1)))
+def bucket(rows: float) -> int:
+    """Rows bucket: exact up to 16, then the next power of two."""
+    if rows <= 16:
+        return max(0, int(-(-rows // 1)))
     b = 16
-    while b < mean_rows:
+    while b < rows:
         b *= 2
     return b
 
@@ -39,14 +42,13 @@ class TuneKey:
     m: int
     n: int
     k: int
-    ragged_bucket: int  # bucketed mean extent per group along the ragged dimension (0 when none)
+    ragged_bucket: int  # bucketed total extent along the ragged dimension (0 when none)
 
     def to_str(self) -> str:
         return "|".join(str(getattr(self, f)) for f in self.__slots__)
 
 
 def tune_key(call: GemmCall) -> TuneKey:
-    mean = call.ragged_total / call.groups if call.ragged != Ragged.NONE else 0
     return TuneKey(
         device=call.device.name,
         layout=int(call.ragged),
@@ -59,5 +61,5 @@ def tune_key(call: GemmCall) -> TuneKey:
         m=call.m,
         n=call.n,
         k=call.k,
-        ragged_bucket=bucket(mean) if call.ragged != Ragged.NONE else 0,
+        ragged_bucket=bucket(call.ragged_total) if call.ragged != Ragged.NONE else 0,
     )

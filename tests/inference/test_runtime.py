@@ -41,10 +41,12 @@ def test_key_ignores_token_counts_within_a_bucket_but_not_shapes():
     def key(rows, ends, w=b):
         return tune_key(validate(torch.randn(rows, 24), w, torch.tensor(ends, dtype=torch.int32)))
 
-    k1, k2 = key(120, [30, 60, 120]), key(105, [10, 20, 105])  # 40 and 35 rows per group: bucket 64
-    k3 = key(200, [30, 60, 200])  # 67 rows per group: bucket 128
+    k1, k2 = key(120, [30, 60, 120]), key(105, [10, 20, 105])  # 120 and 105 rows: bucket 128
+    k3 = key(200, [30, 60, 200])  # bucket 256
     k4 = key(120, [30, 60, 120], torch.randn(3, 24, 48))
     assert k1 == k2 and k1 != k3 and k1 != k4
+    # decode: 2 and 3 rows over 3 experts are different work (active experts); each small total is its own bucket
+    assert key(2, [1, 1, 2]) != key(3, [1, 2, 3]) and key(2, [1, 1, 2]) == key(2, [0, 2, 2])
 
 
 def test_cache_hit_miss_and_persistence(tmp_path):
