@@ -1,10 +1,10 @@
 """Tuned configs, in memory and on disk.
 
-The disk cache is one JSON file per environment: device, torch and triton versions, kernel source hash and config
-space hash are in its name, so a tuned config is never reused under anything that could change its speed or
-validity (an upgrade simply starts a new file). Writers take an exclusive lock on a sibling lock file, re-read, merge
-and atomically replace, so concurrent processes never lose each other's entries. A corrupt file is set aside, not
-trusted. Location: $AUTOHEUR_CACHE_DIR, else ~/.cache/autoheur.
+The disk cache is one JSON file per environment: device, torch and triton versions, kernel source hash, config
+space hash and key version are in its name, so a tuned config is never reused under anything that could change its
+speed or validity (an upgrade simply starts a new file). Writers take an exclusive lock on a sibling lock file,
+re-read, merge and atomically replace, so concurrent processes never lose each other's entries. A corrupt file is
+set aside, not trusted. Location: $AUTOHEUR_CACHE_DIR, else ~/.cache/autoheur.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import threading
 from pathlib import Path
 
+from autoheur.inference.key import KEY_VERSION
 from autoheur.kernels.config import SPACE_HASH, KernelConfig
 
 
@@ -24,13 +25,13 @@ def cache_dir() -> Path:
 
 
 def environment_tag(device_name: str) -> str:
-    """device / torch / triton / kernel source / space, as a short file-name-safe tag."""
+    """device / torch / triton / kernel source / space / key meaning, as a short file-name-safe tag."""
     import torch
 
     from autoheur.collect.schema import kernel_source_hash, toolchain_versions
 
     v = toolchain_versions()
-    text = json.dumps([device_name, v["torch"], v["triton"], kernel_source_hash(), SPACE_HASH])
+    text = json.dumps([device_name, v["torch"], v["triton"], kernel_source_hash(), SPACE_HASH, KEY_VERSION])
     slug = "".join(ch if ch.isalnum() else "-" for ch in device_name.lower()).strip("-")
     return f"{slug}-torch{torch.__version__.split('+')[0]}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 

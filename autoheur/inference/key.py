@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.validate import GemmCall
 
+KEY_VERSION = 2  # bump when what a key's fields mean changes (2: the total, not the mean per group, is bucketed)
+
 
 def bucket(rows: float) -> int:
     """Rows bucket: exact up to 16, then the next power of two."""

@@ -59,11 +59,13 @@ def test_cache_hit_miss_and_persistence(tmp_path):
         c.put("bad", {"config": "not-a-config"})
 
 
-@pytest.mark.parametrize("what", ["torch", "space"])
+@pytest.mark.parametrize("what", ["torch", "space", "key"])
 def test_cache_is_invalidated_by_a_version_or_space_change(tmp_path, monkeypatch, what):
     TuneCache("GPU X", tmp_path).put("k", {"config": "m64n128k64s3w4g8-ptr"})
     if what == "space":
         monkeypatch.setattr(cache_mod, "SPACE_HASH", "another-space")
+    elif what == "key":  # what the key's fields mean changed
+        monkeypatch.setattr(cache_mod, "KEY_VERSION", 99)
     else:
         monkeypatch.setattr(torch, "__version__", "9.9.9")
     assert TuneCache("GPU X", tmp_path).get("k") is None
