@@ -228,6 +228,16 @@ def test_screen_censors_hopeless_configs_after_one_run():
     assert ("slow", 3) not in t.calls  # no further runs spent on it
 
 
+def test_screen_retimes_configs_whose_runs_disagree():
+    """A stall during two of three runs would be the median: such a config gets `reps` more runs, once."""
+    t = FixedTimes({"stalled": [1.0, 3.0, 3.0, 1.0, 1.0, 1.1], "steady": [1.0, 1.01, 0.99]})
+    out = t.screen(dict.fromkeys(t.times, lambda: None), reps=3, abort_factor=5.0)
+    assert out["stalled"].reps == 6 and out["stalled"].median_ms == pytest.approx(1.05)
+    assert out["steady"].reps == 3 and ("steady", 3) not in t.calls  # runs that agree: nothing more spent
+    with pytest.raises(ValueError, match="retime_spread"):
+        t.screen({"a": lambda: None}, reps=3, retime_spread=0)
+
+
 def test_screen_single_rep_and_bad_arguments():
     t = FixedTimes({"a": [1.0], "b": [5.0]})
     out = t.screen(dict.fromkeys(t.times, lambda: None), reps=1, abort_factor=2.0)

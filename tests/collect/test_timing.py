@@ -1,4 +1,4 @@
-"""The screening timer on the GPU (skipped without one): protocol v2 times the kernel, not the host's launch."""
+"""The screening timer on the GPU (skipped without one): protocol v2+ times the kernel, not the host's launch."""
 
 from __future__ import annotations
 
