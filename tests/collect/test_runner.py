@@ -44,7 +44,11 @@ def test_end_to_end_two_problems(tmp_path):
     # interpreter timings are noise: a config may be censored (3x the best after one run), none may fail
     assert df["status"].isin(["ok", "censored"]).all()
     assert (df["median_ms"] > 0).all()
-    assert (df.loc[df["status"] == "ok", "reps"] == 2).all() and (df.loc[df["status"] == "censored", "reps"] == 1).all()
+    # 2 runs, or 4 where the two disagreed by more than 25% (round 3: likely on the interpreter's host clock)
+    assert (
+        df.loc[df["status"] == "ok", "reps"].isin([2, 4]).all()
+        and (df.loc[df["status"] == "censored", "reps"] == 1).all()
+    )
     for p in TINY:  # the exact problem comes back from its rows
         row = df[df["problem_id"] == problem_id(p)].iloc[0]
         assert problem_from_row(row) == p
