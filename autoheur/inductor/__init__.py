@@ -10,6 +10,10 @@ rows per group and shared memory) and compiles and benchmarks every one. `enable
 and the k template choices a model ranks best for the problem, and leaves the list whole when unsure: no model for
 this GPU, a problem it cannot read (symbolic sizes), one outside the model's training range, or k or fewer template
 choices. See choices.py for how a choice is read and filter.py for the decision.
+
+Versions: the hooks used (`add_preprocessing_fn`, `add_feedback_saver`, the `triton_grouped_mm_<i>` names and their
+kwargs description) exist from torch 2.9 to 2.15 (../shared/notes/inductor_hooks.md). Tested: torch 2.13 on the CPU,
+on the real choice lists of Inductor's lowering (tests/inductor). Not yet tested on a GPU, nor with torch 2.11.
 """
 
 from autoheur.inductor.choices import grid_configs, inductor_problem, template_config
