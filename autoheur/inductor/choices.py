@@ -50,7 +50,11 @@ def template_kwargs(choice) -> dict[str, str] | None:
 
 def template_config(choice) -> KernelConfig | None:
     """The autoheur twin of a grouped-mm template choice; None if it is not one or cannot be read."""
-    kw = template_kwargs(choice)
+    return config_from_kwargs(template_kwargs(choice))
+
+
+def config_from_kwargs(kw: dict[str, str] | None) -> KernelConfig | None:
+    """The twin config of a template's kwargs (`template_kwargs`); None if absent or unreadable."""
     if kw is None:
         return None
     try:

@@ -66,10 +66,10 @@ def autotune_timings(problem: Problem, device: torch.device) -> tuple[dict, floa
 
 
 def _remove_saver(sa, saver) -> None:
-    get = getattr(sa, "get_algorithm_selector_cache", None)
-    cache = get() if get is not None else getattr(sa, "_ALGORITHM_SELECTOR_CACHE", None)
-    fns = getattr(cache, "feedback_saver_fns", None)
-    if isinstance(fns, list) and saver in fns:
+    from autoheur.inductor.filter import registry
+
+    fns = registry("feedback_saver_fns")
+    if fns is not None and saver in fns:
         fns.remove(saver)
     else:
         sa.clear_feedback_savers()

@@ -17,7 +17,7 @@ import logging
 import warnings
 from pathlib import Path
 
-from autoheur.inductor.choices import choices_problem, template_config, template_kwargs
+from autoheur.inductor.choices import choices_problem, config_from_kwargs, template_kwargs
 
 log = logging.getLogger("autoheur")
 
@@ -32,7 +32,8 @@ class ChoiceFilter:
         self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
 
     def __call__(self, choices: list) -> list:
-        templates = [(i, template_config(c)) for i, c in enumerate(choices) if template_kwargs(c) is not None]
+        kwargs = [template_kwargs(c) for c in choices]
+        templates = [(i, config_from_kwargs(kw)) for i, kw in enumerate(kwargs) if kw is not None]
         if not templates:
             return choices
         keep, why = self._select(choices, templates)
@@ -84,13 +85,14 @@ def default_model(directory: Path | None = None):
 _ACTIVE: list[ChoiceFilter] = []
 
 
-def _registry() -> list | None:
-    """Inductor's list of preprocessing functions (torch 2.13: on the global AlgorithmSelectorCache)."""
+def registry(attr: str = "preprocessing_fns") -> list | None:
+    """One of Inductor's hook lists (`preprocessing_fns`, `feedback_saver_fns`) on its global AlgorithmSelectorCache,
+    or None where this torch keeps them elsewhere."""
     from torch._inductor import select_algorithm as sa
 
     get = getattr(sa, "get_algorithm_selector_cache", None)
     cache = get() if get is not None else getattr(sa, "_ALGORITHM_SELECTOR_CACHE", None)
-    fns = getattr(cache, "preprocessing_fns", None)
+    fns = getattr(cache, attr, None)
     return fns if isinstance(fns, list) else None
 
 
@@ -115,7 +117,7 @@ def enable(model=None, top_k: int = 10, device: dict | None = None) -> contextli
 
 def disable() -> None:
     """Remove the filter if installed; other preprocessing functions stay."""
-    fns = _registry()
+    fns = registry()
     while _ACTIVE:
         flt = _ACTIVE.pop()
         if fns is not None and flt in fns:

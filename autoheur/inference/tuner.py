@@ -41,29 +41,26 @@ def tune_mode() -> str:
     return mode
 
 
-def top_k_setting() -> int:
-    text = os.environ.get("AUTOHEUR_TOP_K", "10")
+def _positive_int_env(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if text is None:
+        return default
     try:
-        k = int(text)
+        n = int(text)
     except ValueError:
-        raise ValueError(f"AUTOHEUR_TOP_K={text!r}: expected a positive integer") from None
-    if k < 1:
-        raise ValueError(f"AUTOHEUR_TOP_K={k}: expected a positive integer")
-    return k
+        raise ValueError(f"{name}={text!r}: expected a positive integer") from None
+    if n < 1:
+        raise ValueError(f"{name}={n}: expected a positive integer")
+    return n
+
+
+def top_k_setting() -> int:
+    return _positive_int_env("AUTOHEUR_TOP_K", 10)
 
 
 def compile_workers(candidates: int, gpu: bool) -> int:
     """Processes that compile `candidates` configs before timing; 1 means compile in this process on first launch."""
-    text = os.environ.get("AUTOHEUR_COMPILE_WORKERS")
-    if text is not None:
-        try:
-            n = int(text)
-        except ValueError:
-            raise ValueError(f"AUTOHEUR_COMPILE_WORKERS={text!r}: expected a positive integer") from None
-        if n < 1:
-            raise ValueError(f"AUTOHEUR_COMPILE_WORKERS={n}: expected a positive integer")
-    else:
-        n = os.cpu_count() or 1
+    n = _positive_int_env("AUTOHEUR_COMPILE_WORKERS", os.cpu_count() or 1)
     if not gpu or candidates < 2:  # the interpreter compiles nothing; one config gains nothing from a pool
         return 1
     return max(1, min(n, candidates))

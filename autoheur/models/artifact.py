@@ -180,6 +180,11 @@ def build_meta(
 
 def shipped_models(directory: Path = MODELS_DIR, family: str = "triton") -> list[Path]:
     """The models in `directory` of one kernel family (autoheur's kernel by default, or Inductor's template)."""
+    return [path for path, _ in _shipped(directory, family)]
+
+
+def _shipped(directory: Path, family: str) -> list[tuple[Path, dict]]:
+    """(model file, its side-car metadata) of every model of `family` in `directory`, each read once."""
     if not directory.exists():
         return []
     out = []
@@ -187,7 +192,7 @@ def shipped_models(directory: Path = MODELS_DIR, family: str = "triton") -> list
         side = path.with_suffix(".json")
         meta = json.loads(side.read_text()) if side.exists() else {}
         if meta.get("family", "triton") == family:
-            out.append(path)
+            out.append((path, meta))
     return out
 
 
@@ -195,22 +200,19 @@ def model_for_device(
     device_name: str, directory: Path = MODELS_DIR, family: str = "triton"
 ) -> tuple[TrainedModel | None, str]:
     """(the shipped model of `family` trained on `device_name`, or None and a message naming the fallback)."""
-    loaded = []
-    for path in shipped_models(directory, family):
-        meta = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").exists() else {}
+    models = _shipped(directory, family)
+    for path, meta in models:
         if meta.get("device", {}).get("name") == device_name:
             return TrainedModel.load(path), f"model {path.name} (trained on {device_name})"
-        loaded.append(path)
     return None, (
-        f"no shipped model for {device_name!r} (have: {', '.join(p.stem for p in loaded) or 'none'}); "
+        f"no shipped model for {device_name!r} (have: {', '.join(p.stem for p, _ in models) or 'none'}); "
         "using the best fixed list of 10"
     )
 
 
 def fallback_list(directory: Path = MODELS_DIR) -> list[str]:
     """The best fixed list of the first shipped model (any device): better than nothing, and said so."""
-    for path in shipped_models(directory):
-        meta = json.loads(path.with_suffix(".json").read_text())
+    for _, meta in _shipped(directory, "triton"):
         if meta.get("fixed_list"):
             return list(meta["fixed_list"])
     warnings.warn("no shipped model: the fallback list is empty", stacklevel=2)
