@@ -1,5 +1,6 @@
-"""Run time on the CPU (interpreter): tuning keys, the tuned-config cache, the tuner's modes and fallback, the custom
-op's gradients and its tracing under torch.compile."""
+"""Run time (the CPU interpreter, or the GPU when there is one): tuning keys, the tuned-config cache, the tuner's modes and
+op's gradients and its tracing under torch.compile. With a GPU the same tests run on it (tensors are made on the
+default device, which the autouse fixture sets), so the custom op's gradients are checked there too."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from autoheur.inference.key import bucket, tune_key
 from autoheur.kernels.reference import reference_grouped_mm
 from autoheur.kernels.validate import validate
 
-OFFS = torch.tensor([5, 5, 28], dtype=torch.int32)
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
+OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
 
 
 @pytest.fixture(autouse=True)
@@ -28,6 +30,9 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("AUTOHEUR_TOP_K", "2")
     monkeypatch.setattr(tuner_mod, "_TUNER", None)
+    torch.set_default_device(DEVICE)
+    yield
+    torch.set_default_device(None)
 
 
 def test_bucket_is_exact_when_small_then_powers_of_two():
@@ -190,7 +195,7 @@ def test_bad_input_is_refused_before_any_launch(monkeypatch):
         grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS.to(torch.int64))
 
 
-GOFFS = torch.tensor([8, 8, 32], dtype=torch.int32)  # multiples of 8: fp16 rows stay 16-byte aligned
+GOFFS = torch.tensor([8, 8, 32], dtype=torch.int32, device=DEVICE)  # multiples of 8: fp16 rows stay 16-byte aligned
 LAYOUTS = {
     "2d3d": lambda dt: (torch.randn(32, 24, dtype=dt), torch.randn(3, 24, 40, dtype=dt), GOFFS),
     "3d2d": lambda dt: (torch.randn(3, 40, 24, dtype=dt), torch.randn(24, 32, dtype=dt), GOFFS),
