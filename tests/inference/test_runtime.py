@@ -1,6 +1,6 @@
-"""Run time (the CPU interpreter, or the GPU when there is one): tuning keys, the tuned-config cache, the tuner's modes and
-op's gradients and its tracing under torch.compile. With a GPU the same tests run on it (tensors are made on the
-default device, which the autouse fixture sets), so the custom op's gradients are checked there too."""
+"""Run time: tuning keys, the tuned-config cache, the tuner's modes and fallback, the custom op's gradients and its
+tracing under torch.compile. On the CPU the kernels run in the interpreter; with a GPU the same tests run on it
+(tensors are made on the default device, which the autouse fixture sets), so the gradients are checked there too."""
 
 from __future__ import annotations
 
