@@ -13,8 +13,9 @@ Phases (``--phases``, comma-separated):
                exhaustive in another fresh process (every feasible config compiled on all cores, checked and timed):
                the measured wall time of exhaustive tuning.
   overhead   one small problem, tuned once, then host microseconds per call (median of 2000 calls, no sync inside)
-             for the raw launch of the chosen config, the kernel wrapper with that config, and the cached
-             `autoheur.grouped_mm`, with offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); then the GPU time
+             for the raw launch of the chosen config (into a preallocated output, and allocating it as
+             torch._grouped_mm does), the kernel wrapper with that config, and the cached `autoheur.grouped_mm`,
+             with offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); then the GPU time
              per call of 100 calls captured in a CUDA graph, for the raw launch and the cached call.
 
 Example (one H100):
@@ -194,6 +195,7 @@ def phase_overhead(args, out: Path) -> dict:
     buf = torch.empty(call.out_shape, dtype=call.out_dtype, device="cuda")
     res = {"problem": p.name, "config": cfg.config_id}
     res["launch_us"] = _host_us(lambda: launch(call, cfg, buf))
+    res["launch_alloc_us"] = _host_us(lambda: launch(call, cfg, torch.empty_like(buf)))
     res["kernel_wrapper_us"] = _host_us(lambda: kernel_grouped_mm(a, b, offs, config=cfg))
     res["kernel_wrapper_trusted_us"] = _host_us(lambda: kernel_grouped_mm(a, b, offs, config=cfg, check_offsets=False))
     for check in (True, False):

@@ -1,7 +1,10 @@
 """`autoheur.grouped_mm`: torch._grouped_mm's semantics, the kernel and config chosen by autoheur.
 
-A new tuning key (see key.py) costs one brief autotune of the predicted configs; later calls with the same key cost
-a dictionary lookup on top of the kernel launch. All inputs are validated before anything runs.
+A new tuning key (see key.py) costs one brief autotune of the predicted configs. After that, a call whose tensors
+match an earlier call's in every property that validation reads (shapes, strides, dtypes, devices, 16-byte pointer
+alignment) skips validation and the key: one tuple built from those properties, one dictionary lookup, the output
+allocation and the launch (benchmarks/inference_eager.py measures what that adds over a bare launch). Every other
+call is validated in full before anything runs.
 """
 
 from __future__ import annotations
@@ -13,12 +16,34 @@ import torch
 from autoheur.inference.tuner import default_tuner
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
-from autoheur.kernels.validate import check_config, validate
+from autoheur.kernels.validate import ALIGN_BYTES, GemmCall, check_config, check_offsets_values, validate
 
 # Read the offsets back to check their values on every call (one small device-to-host copy and a sync; skipped during
 # CUDA graph capture). AUTOHEUR_CHECK_OFFSETS=0 trusts them after the shape, dtype and device checks, as
 # torch._grouped_mm does: a steady-state loop then never waits on the GPU.
 CHECK_OFFSETS = os.environ.get("AUTOHEUR_CHECK_OFFSETS", "1") != "0"
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # subclasses (fake, functional, wrapper tensors) take the full path
+_TENSORS = ("a", "b", "offs")
+
+
+def _signature(a, b, offs, out_dtype) -> tuple | None:
+    """Every tensor property `validate` reads, or None when the fast path does not apply. Two calls with equal
+    signatures validate to the same result (the offsets' values aside, which `check_offsets_values` reads)."""
+    if type(a) not in _PLAIN or type(b) not in _PLAIN or (offs is not None and type(offs) not in _PLAIN):
+        return None
+    o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device)
+    return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % ALIGN_BYTES,
+            b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % ALIGN_BYTES, out_dtype, o)  # fmt: skip
+
+
+def _rebind(fields: dict, a, b, offs) -> GemmCall:
+    """A validated call from a stored one's fields and new tensors (GemmCall's frozen __init__ costs microseconds
+    per field; this is one dict copy)."""
+    call = object.__new__(GemmCall)
+    call.__dict__.update(fields)
+    call.__dict__.update(a=a, b=b, offs=offs)
+    return call
 
 
 def grouped_mm(
@@ -28,12 +53,23 @@ def grouped_mm(
     out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Same as `torch._grouped_mm(a, b, offs, out_dtype=out_dtype)`, with a tuned Triton kernel."""
+    tuner = default_tuner()
+    sig = _signature(a, b, offs, out_dtype)
+    hit = tuner.fast.get(sig) if sig is not None else None
+    if hit is not None:
+        fields, cfg = hit
+        call = _rebind(fields, a, b, offs)
+        if CHECK_OFFSETS:
+            check_offsets_values(call)
+        return launch(call, cfg, torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device))
     call = validate(a, b, offs, out_dtype, check_offsets=CHECK_OFFSETS)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
     if out.numel() == 0:
         return out
     if call.k == 0 and call.ragged != Ragged.K:
         return out.zero_()
-    cfg = default_tuner().config_for(call)
+    cfg = tuner.config_for(call)
     check_config(cfg, call)
+    if sig is not None:
+        tuner.remember(sig, {f: v for f, v in call.__dict__.items() if f not in _TENSORS}, cfg)
     return launch(call, cfg, out)

@@ -93,8 +93,17 @@ class Tuner:
         self._caches: dict[str, TuneCache] = {}
         self._models: dict[str, object] = {}
         self._warned: set[str] = set()
-        self._chosen: dict[TuneKey, KernelConfig] = {}  # the hot path: one dict lookup, no parsing, no lock
+        self._chosen: dict[TuneKey, KernelConfig] = {}  # one dict lookup, no parsing, no lock
+        # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, config).
+        self.fast: dict[tuple, tuple[dict, KernelConfig]] = {}
         self._lock = threading.RLock()
+
+    FAST_ENTRIES = 4096  # signatures change with every token count; past this many, start over
+
+    def remember(self, sig: tuple, fields: dict, cfg: KernelConfig) -> None:
+        if len(self.fast) >= self.FAST_ENTRIES:
+            self.fast.clear()
+        self.fast[sig] = (fields, cfg)
 
     def cache(self, device_name: str) -> TuneCache:
         with self._lock:

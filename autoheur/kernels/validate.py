@@ -18,6 +18,7 @@ from autoheur.kernels.config import KernelConfig, Ragged, Signature, infeasible_
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ALIGN_BYTES = 16  # torch._grouped_mm's stride rule, and what TMA descriptors need
 _RAGGED_BY_NDIM = {(2, 3): Ragged.M, (3, 2): Ragged.N, (2, 2): Ragged.K, (3, 3): Ragged.NONE}
+_RAGGED_EXTENT = {Ragged.M: "a.shape[0]", Ragged.N: "b.shape[1]", Ragged.K: "a.shape[1]"}  # what offs[-1] bounds
 
 
 def interpreting() -> bool:
@@ -94,8 +95,13 @@ def _check_tensor(x, name: str) -> torch.Tensor:
     return x
 
 
-def _check_offsets_values(offs: torch.Tensor, total: int, what: str) -> None:
-    o = offs.cpu().tolist()
+def check_offsets_values(call: GemmCall) -> None:
+    """Check the offsets' values (one device-to-host copy and a sync): non-negative, non-decreasing, within the ragged
+    extent. Skipped during CUDA graph capture, where such a copy is illegal."""
+    if call.offs is None or _capturing(call.a):
+        return
+    total, what = call.ragged_total, _RAGGED_EXTENT[call.ragged]
+    o = call.offs.cpu().tolist()
     if o and o[0] < 0:
         raise ValueError(f"offs[0]={o[0]} is negative: offsets are cumulative group ends")
     for i in range(1, len(o)):
@@ -153,24 +159,24 @@ def validate(
         if a.shape[1] != b.shape[1]:
             raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[1] != b.shape[1])")
         groups, m, n, k, total = b.shape[0], 0, b.shape[2], a.shape[1], a.shape[0]
-        out_shape, what = (a.shape[0], b.shape[2]), "a.shape[0]"
+        out_shape = (a.shape[0], b.shape[2])
     elif ragged == Ragged.N:  # a [G, M, K] x b [K, N_total]
         if a.shape[2] != b.shape[0]:
             raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[2] != b.shape[0])")
         groups, m, n, k, total = a.shape[0], a.shape[1], 0, a.shape[2], b.shape[1]
-        out_shape, what = (a.shape[1], b.shape[1]), "b.shape[1]"
+        out_shape = (a.shape[1], b.shape[1])
     elif ragged == Ragged.K:  # a [M, K_total] x b [K_total, N]
         if a.shape[1] != b.shape[0]:
             raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[1] != b.shape[0])")
         groups, m, n, k, total = offs.shape[0], a.shape[0], b.shape[1], 0, a.shape[1]
-        out_shape, what = (offs.shape[0], a.shape[0], b.shape[1]), "a.shape[1]"
+        out_shape = (offs.shape[0], a.shape[0], b.shape[1])
     else:  # a [G, M, K] x b [G, K, N]
         if a.shape[0] != b.shape[0]:
             raise ValueError(f"mismatched groups: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
         if a.shape[2] != b.shape[1]:
             raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[2] != b.shape[1])")
         groups, m, n, k, total = a.shape[0], a.shape[1], b.shape[2], a.shape[2], 0
-        out_shape, what = (a.shape[0], a.shape[1], b.shape[2]), ""
+        out_shape = (a.shape[0], a.shape[1], b.shape[2])
     if offs is not None and offs.shape[0] != groups:
         raise ValueError(f"offs has {offs.shape[0]} entries but there are {groups} groups")
     if groups == 0:
@@ -178,8 +184,6 @@ def validate(
 
     a_row_major, a_lead_aligned = _major(a, "a")
     b_row_major, b_lead_aligned = _major(b, "b")
-    if offs is not None and check_offsets and not _capturing(a):
-        _check_offsets_values(offs, total, what)
 
     a_strides = (a.stride(0) if a.ndim == 3 else 0, a.stride(-2), a.stride(-1))
     b_strides = (b.stride(0) if b.ndim == 3 else 0, b.stride(-2), b.stride(-1))
@@ -196,12 +200,15 @@ def validate(
         Ragged.NONE: True,
     }[ragged]
     device = _device_spec(a.device.index or 0) if a.is_cuda else H100_SXM
-    return GemmCall(
+    call = GemmCall(
         a=a, b=b, offs=offs, ragged=ragged, groups=groups, m=m, n=n, k=k, ragged_total=total,
         a_strides=a_strides, b_strides=b_strides, c_strides=c_strides,
         out_shape=tuple(out_shape), out_dtype=out_dtype,
         a_k_contig=a_row_major, b_n_contig=b_row_major, tma_aligned=tma_aligned, device=device,
     )  # fmt: skip
+    if check_offsets:
+        check_offsets_values(call)
+    return call
 
 
 def _capturing(t: torch.Tensor) -> bool:

@@ -160,6 +160,37 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
         tuner_mod.compile_in_parallel(call, cands)
 
 
+def test_repeat_calls_skip_validation_but_not_a_changed_tensor(monkeypatch):
+    """The hot path: a call whose tensors match an earlier one's properties is not validated again; one that differs
+    in any property validation reads (here: a misaligned pointer, a non-contiguous operand) is."""
+    import weakref
+
+    import autoheur.inference.api as api
+
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    grouped_mm(a, b, OFFS)
+    monkeypatch.setattr(api, "validate", lambda *args, **kw: pytest.fail("validated again"))
+    a2, b2 = torch.randn(28, 24), torch.randn(3, 24, 40)  # same properties, new values
+    torch.testing.assert_close(grouped_mm(a2, b2, OFFS)[:28], reference_grouped_mm(a2, b2, OFFS)[:28])
+    monkeypatch.undo()
+    ref = weakref.ref(a)
+    del a
+    assert ref() is None  # the hot path's memo keeps no tensor alive
+    with pytest.raises(ValueError, match="aligned"):
+        grouped_mm(torch.randn(28 * 24 + 1)[1:].view(28, 24), b, OFFS)
+    with pytest.raises(ValueError, match="row- or column-major"):
+        grouped_mm(torch.randn(28, 48)[:, ::2], b, OFFS)
+
+
+def test_hot_path_memo_is_bounded(monkeypatch):
+    tuner = tuner_mod.default_tuner()
+    monkeypatch.setattr(tuner_mod.Tuner, "FAST_ENTRIES", 2)
+    b = torch.randn(3, 24, 40)
+    for rows in (28, 29, 30):
+        grouped_mm(torch.randn(rows, 24), b, OFFS)
+    assert 1 <= len(tuner.fast) <= 2
+
+
 def test_offsets_values_are_checked_unless_told_to_trust_them(monkeypatch):
     import autoheur.inference.api as api
 
