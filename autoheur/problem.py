@@ -118,12 +118,22 @@ class Problem:
         return Signature(r, e, bool(a_al and b_al and rule))
 
     def shrunk(self) -> Problem:
-        """A tiny problem that compiles to the same Triton binary: every int keeps its residue mod 16."""
+        """A tiny problem that compiles to the same Triton binary: every int keeps its residue mod 16, the ragged
+        total included (it is a leading stride of an operand or the output in some layouts and majors)."""
 
         def small(v: int) -> int:
             return v if v <= 1 else 64 + v % 16  # Triton specializes ints == 1 and ints divisible by 16
 
-        sizes = (37, 0, 200, 91)[: min(self.groups, 4)] if self.sizes else ()
+        sizes: tuple[int, ...] = ()
+        if self.sizes:
+            g = min(self.groups, 4)
+            total = sum(self.sizes)
+            if total <= 1:
+                sizes = (total,) + (0,) * (g - 1)
+            else:  # uneven, one empty group, the last one padded to the total's residue
+                base = list((37, 0, 200, 91)[:g])
+                base[-1] += (total - sum(base)) % 16
+                sizes = tuple(base)
         groups = len(sizes) if sizes else min(self.groups, 4)
         return replace(self, groups=groups, sizes=sizes, m=small(self.m), n=small(self.n), k=small(self.k))
 

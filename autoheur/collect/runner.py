@@ -152,7 +152,12 @@ def compile_key(problem: Problem, spec: DeviceSpec) -> str:
     from autoheur.collect.schema import toolchain_versions
 
     tiny = problem.shrunk()
-    spec_key = [tiny.layout, tiny.dtype, tiny.a_major, tiny.b_major, tiny.m, tiny.n, tiny.k]  # not G: unspecialized
+    call = _twin_call(problem)
+    # The ints the kernel is specialized on, by residue: not G (unspecialized); the strides, which carry the ragged
+    # total only where it is a leading stride (ragged N's output, a row-major ragged-K operand), so problems that
+    # differ in it share a key exactly when they share binaries.
+    strides = [s % 16 for s in (*call.a_strides, *call.b_strides, *call.c_strides)]
+    spec_key = [tiny.layout, tiny.dtype, tiny.a_major, tiny.b_major, tiny.m, tiny.n, tiny.k, strides]
     text = json.dumps([spec_key, spec.name, kernel_source_hash(), SPACE_HASH, toolchain_versions()], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -163,13 +168,17 @@ def ledger_dir() -> Path:
     return Path(cache) / "autoheur-precompile"
 
 
-def feasible_for(problem: Problem, spec: DeviceSpec, opts: CollectOptions) -> list[KernelConfig]:
-    """The configs a problem's rows cover: its feasible space, or the requested subset of it."""
+def _twin_call(problem: Problem):
+    """The validated call of the problem's shrunk twin (on the GPU unless the interpreter runs kernels)."""
     from autoheur.kernels.validate import validate
 
     where = "cuda" if torch.cuda.is_available() and not interpreting() else "cpu"
-    a, b, offs = problem.shrunk().make_inputs(where)
-    feas = feasible_configs(validate(a, b, offs).signature, spec)
+    return validate(*problem.shrunk().make_inputs(where), check_offsets=False)
+
+
+def feasible_for(problem: Problem, spec: DeviceSpec, opts: CollectOptions) -> list[KernelConfig]:
+    """The configs a problem's rows cover: its feasible space, or the requested subset of it."""
+    feas = feasible_configs(_twin_call(problem).signature, spec)
     if opts.config_ids is not None:
         wanted = set(opts.config_ids)
         return [c for c in feas if c.config_id in wanted]

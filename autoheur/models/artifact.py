@@ -111,6 +111,10 @@ class TrainedModel:
             raise FileNotFoundError(f"no model at {path}; {RETRAIN}")
         try:
             blob = joblib.load(path)
+        except ModuleNotFoundError as exc:  # the model is fine; this environment lacks its library (e.g. xgboost)
+            raise ImportError(
+                f"{path} needs the Python package {exc.name!r}, which is not installed: pip install {exc.name}"
+            ) from None
         except Exception as exc:  # a truncated or foreign file
             raise ValueError(
                 f"{path} is not a readable autoheur model ({type(exc).__name__}: {exc}); {RETRAIN}"

@@ -249,3 +249,17 @@ def test_screen_single_rep_and_bad_arguments():
     with pytest.raises(ValueError):
         t.screen({"a": lambda: None}, reps=0)
     assert t.screen({}, reps=3) == {}
+
+
+def test_compile_keys_split_exactly_where_binaries_do():
+    """One precompile per set of problems that share binaries: a 2D x 3D problem's token total is in no int the
+    kernel takes, so any total shares its key; a 3D x 2D problem's total is its output's leading stride, so its
+    residue mod 16 splits keys (a key per residue for 2D x 3D once cost 16 whole-space precompiles)."""
+    from autoheur.device import H100_SXM
+
+    def key(layout, sizes):
+        p = Problem(layout=layout, groups=len(sizes), sizes=sizes, m=64, n=256, k=128, dtype="bfloat16")
+        return runner.compile_key(p, H100_SXM)
+
+    assert len({key("2d3d", s) for s in [(8, 0, 24), (5, 0, 3, 17), (100, 3, 1, 1, 9)]}) == 1
+    assert key("3d2d", (8, 0, 24)) == key("3d2d", (16, 0, 32)) != key("3d2d", (8, 0, 25))
