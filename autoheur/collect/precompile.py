@@ -77,6 +77,13 @@ def _run_chunk(jobs: list[tuple[Problem, str]]) -> list[tuple[int, CompileResult
     return [(i, check_config(p, KernelConfig.from_id(c))) for i, (p, c) in jobs]
 
 
+def split_jobs(jobs: list, workers: int, chunk: int = 4) -> list[list]:
+    """Jobs in chunks of up to `chunk` (fewer round trips on a big sweep), but never so large that a worker idles:
+    a run-time top-10 on 10 workers is 10 chunks of one, not 3 of four."""
+    size = max(1, min(chunk, len(jobs) // workers))
+    return [jobs[i : i + size] for i in range(0, len(jobs), size)]
+
+
 def check_many(
     jobs: list[tuple[Problem, KernelConfig]], workers: int | None = None, chunk: int = 4, progress=None
 ) -> list[CompileResult]:
@@ -89,8 +96,7 @@ def check_many(
             if progress:
                 progress(i + 1, len(jobs))
         return out
-    indexed = [(i, (p, c.config_id)) for i, (p, c) in enumerate(jobs)]
-    chunks = [indexed[i : i + chunk] for i in range(0, len(indexed), chunk)]
+    chunks = split_jobs([(i, (p, c.config_id)) for i, (p, c) in enumerate(jobs)], workers, chunk)
     results: dict[int, CompileResult] = {}
     ctx = mp.get_context("spawn")
     for attempt in range(2):  # a worker that dies (a CUDA fault) breaks the pool: retry the rest once

@@ -263,3 +263,13 @@ def test_compile_keys_split_exactly_where_binaries_do():
 
     assert len({key("2d3d", s) for s in [(8, 0, 24), (5, 0, 3, 17), (100, 3, 1, 1, 9)]}) == 1
     assert key("3d2d", (8, 0, 24)) == key("3d2d", (16, 0, 32)) != key("3d2d", (8, 0, 25))
+
+
+def test_compile_jobs_keep_every_worker_busy():
+    from autoheur.collect.precompile import split_jobs
+
+    assert [len(c) for c in split_jobs(list(range(10)), workers=10)] == [1] * 10  # a run-time top-10
+    assert [len(c) for c in split_jobs(list(range(10)), workers=3)] == [3, 3, 3, 1]
+    sweep = split_jobs(list(range(2182)), workers=16)
+    assert max(map(len, sweep)) == 4 and sum(map(len, sweep)) == 2182  # a whole space: chunks of 4
+    assert [x for c in sweep for x in c] == list(range(2182))
