@@ -12,11 +12,12 @@ Phases (``--phases``, comma-separated):
              - exhaustive_s: with `--exhaustive-live N`, the first N problems are also tuned with AUTOHEUR_TUNE=
                exhaustive in another fresh process (every feasible config compiled on all cores, checked and timed):
                the measured wall time of exhaustive tuning.
-  overhead   one small problem, tuned once, then host microseconds per call (median of 2000 calls, no sync inside)
-             for the raw launch of the chosen config (into a preallocated output, and allocating it as
-             torch._grouped_mm does), the kernel wrapper with that config, and the cached `autoheur.grouped_mm`,
-             with offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); then the GPU time
-             per call of 100 calls captured in a CUDA graph, for the raw launch and the cached call.
+  overhead   one small problem, tuned once, then host microseconds per call (median of 2000 calls per variant,
+             the variants interleaved in 10 rounds of 200, no sync inside a round) for the raw launch of the chosen
+             config (into a preallocated output, and allocating it as torch._grouped_mm does), the kernel wrapper
+             with that config, and the cached `autoheur.grouped_mm`, with offsets checked and trusted
+             (AUTOHEUR_CHECK_OFFSETS); then the GPU time per call of 100 calls captured in a CUDA graph, for the
+             raw launch and the cached call.
 
 Example (one H100):
   TRITON_CACHE_DIR=$PWD/.cache/triton python benchmarks/inference_eager.py --out $OUT --exhaustive-live 2
@@ -136,18 +137,21 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
-def _host_us(fn, calls: int = 2000) -> float:
-    """Median host microseconds per call (CPU enqueue cost; the GPU runs behind)."""
+def _host_us(fns: dict, rounds: int = 10, calls: int = 200) -> dict[str, float]:
+    """Median host microseconds per call (CPU enqueue cost; the GPU runs behind) of each of `fns`, measured
+    interleaved: each round runs `calls` calls of every variant in turn, then syncs, so drift of the machine or of
+    the launch queue's depth hits all variants alike; the result is the median over all calls of all rounds."""
     import torch
 
-    times = []
-    for i in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-        if i % 200 == 199:
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append((time.perf_counter() - t0) * 1e6)
             torch.cuda.synchronize()  # keep the launch queue from filling
-    return statistics.median(times)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def _graph_us(fn, calls: int = 100, replays: int = 20) -> float:
@@ -194,13 +198,22 @@ def phase_overhead(args, out: Path) -> dict:
     cfg = default_tuner().config_for(call)
     buf = torch.empty(call.out_shape, dtype=call.out_dtype, device="cuda")
     res = {"problem": p.name, "config": cfg.config_id}
-    res["launch_us"] = _host_us(lambda: launch(call, cfg, buf))
-    res["launch_alloc_us"] = _host_us(lambda: launch(call, cfg, torch.empty_like(buf)))
-    res["kernel_wrapper_us"] = _host_us(lambda: kernel_grouped_mm(a, b, offs, config=cfg))
-    res["kernel_wrapper_trusted_us"] = _host_us(lambda: kernel_grouped_mm(a, b, offs, config=cfg, check_offsets=False))
-    for check in (True, False):
-        api.CHECK_OFFSETS = check
-        res[f"cached_call_{'checked' if check else 'trusted'}_us"] = _host_us(lambda: autoheur.grouped_mm(a, b, offs))
+
+    def cached(check: bool):
+        def call_it():
+            api.CHECK_OFFSETS = check
+            return autoheur.grouped_mm(a, b, offs)
+
+        return call_it
+
+    res.update({f"{name}_us": us for name, us in _host_us({
+        "launch": lambda: launch(call, cfg, buf),
+        "launch_alloc": lambda: launch(call, cfg, torch.empty_like(buf)),
+        "kernel_wrapper": lambda: kernel_grouped_mm(a, b, offs, config=cfg),
+        "kernel_wrapper_trusted": lambda: kernel_grouped_mm(a, b, offs, config=cfg, check_offsets=False),
+        "cached_call_checked": cached(True),
+        "cached_call_trusted": cached(False),
+    }).items()})  # fmt: skip
     api.CHECK_OFFSETS = True
     res["graph_launch_us"] = _graph_us(lambda: launch(call, cfg, buf))
     res["graph_cached_call_us"] = _graph_us(lambda: autoheur.grouped_mm(a, b, offs))
