@@ -228,24 +228,27 @@ def info(root: Path) -> dict:
         store = DatasetStore.load(r)
         df = store.read(cols)
         df["device"] = store.meta.device_name
+        df["dataset"] = str(r)  # one problem collected by two kernel families is two problems' worth of rows
+        df["family"] = store.meta.family
         frames.append(df)
         datasets.append(
             {
                 "path": str(r),
                 "device": store.meta.device_name,
+                "family": store.meta.family,
                 "rows": len(df),
                 "problems": int(df["problem_id"].nunique()),
             }
         )
     df = pd.concat(frames, ignore_index=True)
-    per_problem = df.drop_duplicates(["device", "problem_id"])
+    per_problem = df.drop_duplicates(["dataset", "problem_id"])
     status = Counter(df["status"])
     return {
         "datasets": datasets,
         "devices": sorted(set(df["device"]) | {d["device"] for d in datasets}),
         "rows": len(df),
         "problems": int(len(per_problem)),
-        "configs": int(df["config_id"].nunique()),
+        "configs": int(len(df.drop_duplicates(["family", "config_id"]))),  # two families' spaces are distinct
         "status": {s: int(status[s]) for s in STATUSES if status[s]},
         "layouts": {str(k): int(v) for k, v in per_problem["layout"].value_counts().sort_index().items()},
         "dtypes": {str(k): int(v) for k, v in per_problem["dtype"].value_counts().sort_index().items()},
@@ -259,7 +262,7 @@ def _timing_spread(df: pd.DataFrame) -> dict:
     ok = timed[timed["status"] == "ok"]
     if ok.empty:
         return {}
-    keys = ["device", "problem_id"]
+    keys = ["dataset", "problem_id"]
     best = ok.groupby(keys)["median_ms"].min()
     grouped = timed.groupby(keys)["median_ms"]
     ratios = {"best_ms": best, "median_over_best": grouped.median() / best, "worst_over_best": grouped.max() / best}
@@ -280,7 +283,8 @@ def format_info(d: dict) -> str:
     """`info` as text for the terminal."""
     lines = [f"{d['rows']} rows, {d['problems']} problems, {d['configs']} configs, devices: {', '.join(d['devices'])}"]
     for ds in d["datasets"]:
-        lines.append(f"  {ds['path']}: {ds['device']}, {ds['problems']} problems, {ds['rows']} rows")
+        family = "" if ds.get("family", "triton") == "triton" else f" ({ds['family']} family)"
+        lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows")
     total = max(d["rows"], 1)
     lines.append("status:  " + "  ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in d["status"].items()))
     lines.append("layouts: " + "  ".join(f"{k} {v}" for k, v in d["layouts"].items()))

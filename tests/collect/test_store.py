@@ -236,5 +236,10 @@ def test_info_counts(tmp_path):
     assert both["timing"]["best_ms"]["max"] == pytest.approx(0.3)
     text = format_info(both)
     assert "12 rows, 4 problems" in text and "compile_error 4" in text and "worst_over_best" in text
+    # The same problem timed by another kernel family counts again, and its configs belong to another space.
+    fill(tmp_path / "data" / "inductor-h100", PROBLEMS[:1], meta=make_meta(family="inductor"))
+    three = info(tmp_path / "data")
+    assert (three["problems"], three["configs"]) == (5, 6)
+    assert "(inductor family), 1 problems" in format_info(three)
     with pytest.raises(ValueError, match="no dataset"):
         info(tmp_path / "nothing")
