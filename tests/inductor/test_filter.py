@@ -76,7 +76,22 @@ def test_filter_leaves_the_list_whole_when_unsure(hopper, case):
     assert len(rec.lists[0]) == flt.decisions[0]["choices"] > 6 and "full list" in flt.decisions[0]["why"]
 
 
-def test_enable_without_a_model_warns_and_disable_removes_only_ours(hopper):
+def test_the_shipped_model_narrows_real_choices(hopper):
+    """enable() with no model argument loads the shipped Inductor-grid model of the GPU (the H100 preset here), which
+    ranks the real choices: ATen plus its top 10 of the template grid go on to be benchmarked."""
+    rec = Recorder()
+    with enable() as scope:
+        compile_and_run(rec)
+    (kept,) = rec.lists
+    assert scope.filter.model is not None and scope.filter.model.meta["family"] == "inductor"
+    assert kept[0].name == "_grouped_mm" and len(kept) == 11
+    assert "model top-10" in scope.filter.decisions[0]["why"] and scope.filter.decisions[0]["choices"] > 11
+
+
+def test_enable_without_a_model_warns_and_disable_removes_only_ours(hopper, tmp_path, monkeypatch):
+    from autoheur.models import artifact
+
+    monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path)  # a GPU with no shipped Inductor-grid model
     other = lambda choices: choices  # noqa: E731
     sa.add_preprocessing_fn(other)
     with warnings.catch_warnings(record=True) as w:
