@@ -9,6 +9,8 @@ Phases (``--phases``, comma-separated):
              - chosen_ms, aten_ms, oracle_ms: `triton.testing.do_bench` medians (L2 flushed) of the chosen config,
                of `torch._grouped_mm`, and of the exhaustive winner recorded for this problem in the shipped dataset,
                all three on the same inputs in the same process;
+             - prepared_first_call_s: with `--prepared`, the same first call in another fresh process after
+               `autoheur.inference.prepare(wait=True)` (compile workers already up, as a serving process has them);
              - exhaustive_s: with `--exhaustive-live N`, the first N problems are also tuned with AUTOHEUR_TUNE=
                exhaustive in another fresh process (every feasible config compiled on all cores, checked and timed):
                the measured wall time of exhaustive tuning.
@@ -44,8 +46,9 @@ def _set_env(env: dict) -> None:
     os.environ.update(env)
 
 
-def _first_call(problem, mode: str, oracle_id: str | None) -> dict:
-    """In a fresh process: the first autoheur.grouped_mm call on `problem` under AUTOHEUR_TUNE=`mode`."""
+def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = False) -> dict:
+    """In a fresh process: the first autoheur.grouped_mm call on `problem` under AUTOHEUR_TUNE=`mode`; `prepared`:
+    after `autoheur.inference.prepare(wait=True)` (the compile workers already up, as in a serving process)."""
     import torch
 
     import autoheur
@@ -58,13 +61,15 @@ def _first_call(problem, mode: str, oracle_id: str | None) -> dict:
     call = validate(a, b, offs)
     tuner = default_tuner()
     tuner.model(call.device.name)  # loaded before the clock: once per process in real use
+    if prepared:
+        tuner.prepare(wait=True)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     out = autoheur.grouped_mm(a, b, offs)
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
     row = {"problem": problem.name, "mode": mode, "first_call_s": first}
-    if mode == "exhaustive":
+    if mode == "exhaustive" or prepared:
         return row
     cfg = tuner.config_for(call)
     row.update(config=cfg.config_id, rel_err=relative_error(out, reference_grouped_mm(a, b, offs, call.out_dtype)))
@@ -113,6 +118,10 @@ def phase_tune(args, out: Path) -> list[dict]:
         with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
             row = _in_fresh_process(_cold("predicted", cold), _first_call, p, "predicted", oracle[0])
         row["dataset_oracle_ms"] = oracle[1]
+        if args.prepared:
+            with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
+                prep = _in_fresh_process(_cold("predicted", cold), _first_call, p, "predicted", None, True)
+                row["prepared_first_call_s"] = prep["first_call_s"]
         if i < args.exhaustive_live:
             with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
                 ex = _in_fresh_process(_cold("exhaustive", cold), _first_call, p, "exhaustive", None)
@@ -124,6 +133,9 @@ def phase_tune(args, out: Path) -> list[dict]:
     summary = {
         "problems": len(rows),
         "first_call_s_median": statistics.median(r["first_call_s"] for r in rows),
+        "prepared_first_call_s_median": statistics.median(r["prepared_first_call_s"] for r in rows)
+        if args.prepared
+        else None,
         "vs_oracle_geomean": _geomean([r["oracle_ms"] / r["chosen_ms"] for r in ok]),
         "vs_aten_geomean": _geomean([r["aten_ms"] / r["chosen_ms"] for r in rows]),
         "exhaustive_over_first_call": [r["exhaustive_s"] / r["first_call_s"] for r in rows if "exhaustive_s" in r],
@@ -230,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="dataset with the exhaustive winners (default: data/<this GPU's slug>)")
     ap.add_argument("--limit", type=int, default=None, help="first N public problems only")
     ap.add_argument("--exhaustive-live", type=int, default=0, help="also tune the first N problems exhaustively")
+    ap.add_argument("--prepared", action="store_true", help="also time each first call after prepare(wait=True)")
     ap.add_argument("--overhead-problem", default="qwen3-30b-a3b/gate_up/decode")
     args = ap.parse_args(argv)
     import torch

@@ -84,12 +84,98 @@ def split_jobs(jobs: list, workers: int, chunk: int = 4) -> list[list]:
     return [jobs[i : i + size] for i in range(0, len(jobs), size)]
 
 
+class WorkerPool:
+    """Spawned compile workers kept between calls of `check_many`.
+
+    A run-time tuner compiles one small batch per new tuning key; a fresh pool per batch pays, per worker, a spawn
+    and the imports of torch and triton (seconds) before the first compile. This pool keeps its workers for
+    `idle_s` seconds after its last batch, then shuts them down, so idle workers do not hold memory and CUDA contexts
+    indefinitely. `warm()` starts the workers ahead of the first batch. Safe to share between threads.
+    """
+
+    def __init__(self, workers: int, idle_s: float = 120.0):
+        import threading
+
+        self.workers = workers
+        self.idle_s = idle_s
+        self._executor: ProcessPoolExecutor | None = None
+        self._timer = None
+        self._lock = threading.Lock()
+        self._busy = 0
+
+    def acquire(self) -> ProcessPoolExecutor:
+        """The executor, started if need be; pair with `release()`."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._executor is None:
+                init_args = (os.environ.get("TRITON_CACHE_DIR"),)
+                self._executor = ProcessPoolExecutor(
+                    self.workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=init_args
+                )
+            self._busy += 1
+            return self._executor
+
+    def release(self) -> None:
+        import threading
+
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0 and self._executor is not None:
+                self._timer = threading.Timer(self.idle_s, self._shut_if_idle)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def warm(self) -> list:
+        """Start every worker now (each imports torch, triton and the kernel, and initializes CUDA where there is
+        one); the futures of that work, to wait on or not."""
+        ex = self.acquire()
+        try:
+            return [ex.submit(_warm_worker) for _ in range(self.workers)]
+        finally:
+            self.release()
+
+    def discard(self) -> None:
+        """Drop the executor (after a worker died and broke it); the next `acquire()` starts a new one."""
+        with self._lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+
+    @property
+    def started(self) -> bool:
+        return self._executor is not None
+
+    def _shut_if_idle(self) -> None:
+        with self._lock:
+            if self._busy == 0 and self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+            self._timer = None
+
+
+def _warm_worker() -> int:
+    import torch
+
+    import autoheur.kernels.grouped_gemm  # noqa: F401  (triton and the kernel's module)
+
+    if torch.cuda.is_available():
+        torch.cuda.init()
+    return os.getpid()
+
+
 def check_many(
-    jobs: list[tuple[Problem, KernelConfig]], workers: int | None = None, chunk: int = 4, progress=None
+    jobs: list[tuple[Problem, KernelConfig]],
+    workers: int | None = None,
+    chunk: int = 4,
+    progress=None,
+    pool: WorkerPool | None = None,
 ) -> list[CompileResult]:
-    """Compile, run and check every (problem, config) job on `workers` spawned processes (default: all cores)."""
-    workers = workers or os.cpu_count() or 1
-    if workers == 1:  # in this process: no pool to spawn (the CPU interpreter, tests, debugging)
+    """Compile, run and check every (problem, config) job on `workers` spawned processes (default: all cores), or on
+    the processes of a kept `pool`."""
+    workers = pool.workers if pool is not None else (workers or os.cpu_count() or 1)
+    if workers == 1 and pool is None:  # in this process: no pool to spawn (the CPU interpreter, tests, debugging)
         out = []
         for i, (p, c) in enumerate(jobs):
             out.append(check_config(p, c))
@@ -98,19 +184,32 @@ def check_many(
         return out
     chunks = split_jobs([(i, (p, c.config_id)) for i, (p, c) in enumerate(jobs)], workers, chunk)
     results: dict[int, CompileResult] = {}
-    ctx = mp.get_context("spawn")
+
+    def run_on(executor: ProcessPoolExecutor, pending: list) -> None:
+        for fut in as_completed([executor.submit(_run_chunk, c) for c in pending]):
+            results.update(fut.result())
+            if progress:
+                progress(len(results), len(jobs))
+
     for attempt in range(2):  # a worker that dies (a CUDA fault) breaks the pool: retry the rest once
         pending = [c for c in chunks if c[0][0] not in results]
         if not pending:
             break
         try:
-            init_args = (os.environ.get("TRITON_CACHE_DIR"),)
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=init_args) as pool:
-                for fut in as_completed([pool.submit(_run_chunk, c) for c in pending]):
-                    results.update(fut.result())
-                    if progress:
-                        progress(len(results), len(jobs))
+            if pool is not None:
+                executor = pool.acquire()
+                try:
+                    run_on(executor, pending)
+                finally:
+                    pool.release()
+            else:
+                init_args = (os.environ.get("TRITON_CACHE_DIR"),)
+                ctx = mp.get_context("spawn")
+                with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=init_args) as ex:
+                    run_on(ex, pending)
         except BrokenProcessPool:
+            if pool is not None:
+                pool.discard()
             if attempt == 1:
                 break
     return [
@@ -119,7 +218,13 @@ def check_many(
     ]
 
 
-def precompile(problem: Problem, configs: list[KernelConfig], workers: int | None = None, progress=None):
+def precompile(
+    problem: Problem,
+    configs: list[KernelConfig],
+    workers: int | None = None,
+    progress=None,
+    pool: WorkerPool | None = None,
+):
     """Compile and check `configs` for `problem`'s signature, on a tiny problem that shares its binaries."""
     tiny = problem.shrunk()
-    return check_many([(tiny, c) for c in configs], workers=workers, progress=progress)
+    return check_many([(tiny, c) for c in configs], workers=workers, progress=progress, pool=pool)

@@ -3,5 +3,13 @@
 
 from autoheur.inference import op  # noqa: F401  (registers torch.ops.autoheur.grouped_mm)
 from autoheur.inference.api import grouped_mm
+from autoheur.inference.tuner import default_tuner
 
-__all__ = ["grouped_mm"]
+
+def prepare(device: int | None = None, wait: bool = False) -> None:
+    """Load the GPU's model and start the compile workers now (once, at a serving process's start-up), so that the
+    first call of a new shape pays only for compiling and timing its candidates. `wait`: return once they are up."""
+    default_tuner().prepare(device, wait)
+
+
+__all__ = ["grouped_mm", "prepare"]

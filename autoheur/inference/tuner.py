@@ -9,6 +9,9 @@ On a GPU the candidates are first compiled in parallel (AUTOHEUR_COMPILE_WORKERS
 up to the core count; 1 compiles in this process): each worker compiles a config on a tiny twin of the problem that
 shares its binaries (`Problem.shrunk`) and checks its output against the reference, leaving the binary in Triton's
 on-disk cache for this process to load. A config that fails or computes a wrong result is dropped before timing.
+The worker processes are kept between tunings and shut down after AUTOHEUR_COMPILE_POOL_IDLE_S seconds without work
+(default 120; each idle worker holds an interpreter with torch and a CUDA context). `prepare()` (also
+`autoheur.inference.prepare`) loads the model and starts the workers ahead of the first call.
 Without a model for the GPU, the best fixed list of a shipped model stands in for the prediction, with one warning.
 Each tuning decision is logged at INFO on the "autoheur" logger.
 """
@@ -66,6 +69,17 @@ def compile_workers(candidates: int, gpu: bool) -> int:
     return max(1, min(n, candidates))
 
 
+def pool_idle_seconds() -> float:
+    text = os.environ.get("AUTOHEUR_COMPILE_POOL_IDLE_S", "120")
+    try:
+        idle = float(text)
+    except ValueError:
+        raise ValueError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)") from None
+    if not idle >= 0:
+        raise ValueError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)")
+    return idle
+
+
 def problem_of(call: GemmCall) -> Problem:
     """The `Problem` of a validated call (reads the offsets back: done once per new tuning key)."""
     sizes: tuple[int, ...] = ()
@@ -97,6 +111,7 @@ class Tuner:
         # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, config).
         self.fast: dict[tuple, tuple[dict, KernelConfig]] = {}
         self._lock = threading.RLock()
+        self._pool = None  # the compile workers, kept between tunings (precompile.WorkerPool)
 
     FAST_ENTRIES = 4096  # signatures change with every token count; past this many, start over
 
@@ -124,6 +139,33 @@ class Tuner:
                     self._warned.add(device_name)
                 self._models[device_name] = model
             return self._models[device_name]
+
+    def compile_pool(self):
+        """The compile workers of this process (started on first use, shut down after AUTOHEUR_COMPILE_POOL_IDLE_S
+        seconds without work, default 120)."""
+        from autoheur.collect.precompile import WorkerPool
+
+        with self._lock:
+            if self._pool is None:
+                n = _positive_int_env("AUTOHEUR_COMPILE_WORKERS", os.cpu_count() or 1)
+                self._pool = WorkerPool(n, idle_s=pool_idle_seconds())
+            return self._pool
+
+    def prepare(self, device: int | None = None, wait: bool = False) -> None:
+        """Load this GPU's model and start the compile workers now, so that the first call of a new shape pays for
+        compiling and timing its candidates only (a serving process calls this once at start-up). `wait`: return
+        once every worker is up."""
+        from autoheur.device import current_device_spec
+        from autoheur.kernels.validate import _device_spec
+
+        gpu = torch.cuda.is_available() and not interpreting()
+        spec = _device_spec(device) if gpu and device is not None else current_device_spec()
+        self.model(spec.name)
+        if gpu and tune_mode() != "off" and compile_workers(top_k_setting(), gpu) > 1:
+            started = self.compile_pool().warm()
+            if wait:
+                for fut in started:
+                    fut.result()
 
     def candidates(self, call: GemmCall, mode: str, k: int) -> tuple[list[KernelConfig], str]:
         feasible = feasible_configs(call.signature, call.device)
@@ -168,7 +210,7 @@ class Tuner:
         if mode == "off" or len(cands) == 1:
             winner, ms = cands[0], None
         else:
-            cands = compile_in_parallel(call, cands)
+            cands = compile_in_parallel(call, cands, self.compile_pool())
             winner, ms = time_candidates(call, cands)
         wall = time.perf_counter() - t0
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
@@ -185,15 +227,16 @@ def _fingerprint(call: GemmCall, model) -> dict:
     return {**model.device, **call.device.to_dict()}
 
 
-def compile_in_parallel(call: GemmCall, configs: list[KernelConfig]) -> list[KernelConfig]:
-    """Compile and check `configs` on a pool of processes (see the module docstring); the ones that passed."""
+def compile_in_parallel(call: GemmCall, configs: list[KernelConfig], pool=None) -> list[KernelConfig]:
+    """Compile and check `configs` on a pool of processes (see the module docstring), kept `pool`'s workers when given;
+    the ones that passed."""
     workers = compile_workers(len(configs), call.a.is_cuda and not interpreting())
     if workers == 1:
         return configs
     from autoheur.collect.precompile import precompile
 
     t0 = time.perf_counter()
-    results = precompile(problem_of(call), configs, workers=workers)
+    results = precompile(problem_of(call), configs, workers=workers, pool=pool)
     passed = [c for c, r in zip(configs, results, strict=True) if r.status == "ok"]
     for c, r in zip(configs, results, strict=True):
         if r.status != "ok":

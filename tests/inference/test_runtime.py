@@ -140,8 +140,8 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
 
     seen = {}
 
-    def fake_precompile(problem, configs, workers):
-        seen.update(problem=problem, workers=workers)
+    def fake_precompile(problem, configs, workers, pool=None):
+        seen.update(problem=problem, workers=workers, pool=pool)
         statuses = ["ok", "wrong", "compile_error", "ok"][: len(configs)]
         return [pre.CompileResult(c.config_id, s, 0.1, 0.0) for c, s in zip(configs, statuses, strict=True)]
 
@@ -150,12 +150,16 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
     a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
     call = validate(a, b, OFFS)
     cands = tuner_mod.Tuner().candidates(call, "exhaustive", 10)[0][:4]
-    kept = tuner_mod.compile_in_parallel(call, cands)
+    pool = tuner_mod.Tuner().compile_pool()
+    kept = tuner_mod.compile_in_parallel(call, cands, pool)
     assert [c.config_id for c in kept] == [cands[0].config_id, cands[3].config_id]
     assert seen["workers"] == 3 and seen["problem"].sizes == (5, 0, 23) and seen["problem"].n == 40
-    monkeypatch.setattr(
-        pre, "precompile", lambda p, cs, workers: [pre.CompileResult(c.config_id, "wrong", 0.1, 1.0) for c in cs]
-    )
+    assert seen["pool"] is pool and not pool.started  # handed on; the fake compiled nothing, so nothing spawned
+
+    def all_wrong(problem, configs, workers, pool=None):
+        return [pre.CompileResult(c.config_id, "wrong", 0.1, 1.0) for c in configs]
+
+    monkeypatch.setattr(pre, "precompile", all_wrong)
     with pytest.raises(RuntimeError, match="none of the 4 candidate configs"):
         tuner_mod.compile_in_parallel(call, cands)
 
