@@ -116,7 +116,14 @@ def test_mode_off_takes_the_top1_untimed(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "var,value", [("AUTOHEUR_TUNE", "sometimes"), ("AUTOHEUR_TOP_K", "0"), ("AUTOHEUR_COMPILE_WORKERS", "none")]
+    "var,value",
+    [
+        ("AUTOHEUR_TUNE", "sometimes"),
+        ("AUTOHEUR_TOP_K", "0"),
+        ("AUTOHEUR_COMPILE_WORKERS", "none"),
+        ("AUTOHEUR_COMPILE_POOL_IDLE_S", "soon"),
+        ("AUTOHEUR_COMPILE_POOL_IDLE_S", "-1"),
+    ],
 )
 def test_bad_knobs_are_refused(monkeypatch, var, value):
     monkeypatch.setenv(var, value)
