@@ -127,12 +127,12 @@ class WorkerPool:
                 self._timer.daemon = True
                 self._timer.start()
 
-    def warm(self) -> list:
-        """Start every worker now (each imports torch, triton and the kernel, and initializes CUDA where there is
-        one); the futures of that work, to wait on or not."""
+    def warm(self, n: int | None = None) -> list:
+        """Start `n` workers now (default: all; each imports torch, triton and the kernel, and initializes CUDA where
+        there is one); the futures of that work, to wait on or not."""
         ex = self.acquire()
         try:
-            return [ex.submit(_warm_worker) for _ in range(self.workers)]
+            return [ex.submit(_warm_worker) for _ in range(min(n or self.workers, self.workers))]
         finally:
             self.release()
 

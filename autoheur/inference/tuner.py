@@ -161,8 +161,9 @@ class Tuner:
         gpu = torch.cuda.is_available() and not interpreting()
         spec = _device_spec(device) if gpu and device is not None else current_device_spec()
         self.model(spec.name)
-        if gpu and tune_mode() != "off" and compile_workers(top_k_setting(), gpu) > 1:
-            started = self.compile_pool().warm()
+        workers = compile_workers(top_k_setting(), gpu)  # as many as a predicted top-k uses, not every core
+        if gpu and tune_mode() != "off" and workers > 1:
+            started = self.compile_pool().warm(workers)
             if wait:
                 for fut in started:
                     fut.result()
