@@ -154,7 +154,7 @@ def compile_key(problem: Problem, spec: DeviceSpec) -> str:
     tiny = problem.shrunk()
     call = _twin_call(problem)
     # The ints the kernel is specialized on, by residue: not G (unspecialized); the strides, which carry the ragged
-    # total only where it is a leading stride (ragged N's output, a row-major ragged-K operand), so problems that
+    # total only where it is a leading stride (e.g. ragged N's output, a row-major ragged-K operand), so problems that
     # differ in it share a key exactly when they share binaries.
     strides = [s % 16 for s in (*call.a_strides, *call.b_strides, *call.c_strides)]
     spec_key = [tiny.layout, tiny.dtype, tiny.a_major, tiny.b_major, tiny.m, tiny.n, tiny.k, strides]
