@@ -152,7 +152,7 @@ def compile_key(problem: Problem, spec: DeviceSpec) -> str:
     from autoheur.collect.schema import toolchain_versions
 
     tiny = problem.shrunk()
-    call = _twin_call(problem)
+    call = _validated(tiny)
     # The ints the kernel is specialized on, by residue: not G (unspecialized); the strides, which carry the ragged
     # total only where it is a leading stride (e.g. ragged N's output, a row-major ragged-K operand), so problems that
     # differ in it share a key exactly when they share binaries.
@@ -168,17 +168,17 @@ def ledger_dir() -> Path:
     return Path(cache) / "autoheur-precompile"
 
 
-def _twin_call(problem: Problem):
-    """The validated call of the problem's shrunk twin (on the GPU unless the interpreter runs kernels)."""
+def _validated(problem: Problem):
+    """The validated call of a (tiny) problem's inputs, on the GPU unless the interpreter runs kernels."""
     from autoheur.kernels.validate import validate
 
     where = "cuda" if torch.cuda.is_available() and not interpreting() else "cpu"
-    return validate(*problem.shrunk().make_inputs(where), check_offsets=False)
+    return validate(*problem.make_inputs(where), check_offsets=False)
 
 
 def feasible_for(problem: Problem, spec: DeviceSpec, opts: CollectOptions) -> list[KernelConfig]:
     """The configs a problem's rows cover: its feasible space, or the requested subset of it."""
-    feas = feasible_configs(_twin_call(problem).signature, spec)
+    feas = feasible_configs(_validated(problem.shrunk()).signature, spec)
     if opts.config_ids is not None:
         wanted = set(opts.config_ids)
         return [c for c in feas if c.config_id in wanted]
