@@ -2,7 +2,7 @@
 
 The block: gate/up grouped GEMM (x[T, H] by W1[E, 2I, H] used transposed), SiLU(gate) * up, down grouped GEMM
 (by W2[E, H, I] used transposed). Three ways, each in a fresh process with every compile cache off
-(`force_disable_caches`), so each pays its own compile and autotune:
+(`force_disable_caches`) and its own empty Triton cache directory, so each pays its own compile and autotune:
   inductor        Inductor's max-autotune over ATen + its whole Triton grid
   inductor+filter the same inside `autoheur.inductor.enable()` (ATen + the model's top-k of the grid)
   autoheur op     the block through `torch.ops.autoheur.grouped_mm` (autoheur's own tuning, its cache off)
@@ -20,11 +20,16 @@ import json
 import multiprocessing as mp
 import os
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 WAYS = ("inductor", "inductor+filter", "autoheur op")
+
+
+def _set_env(env: dict) -> None:
+    os.environ.update(env)
 
 
 def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: int, seed: int) -> dict:
@@ -45,7 +50,6 @@ def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: in
     if way == "autoheur op":
         import autoheur.inference  # noqa: F401  (registers torch.ops.autoheur.grouped_mm)
 
-        os.environ["AUTOHEUR_CACHE"] = "0"
         mm = torch.ops.autoheur.grouped_mm.default
     else:
 
@@ -95,8 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for way in args.ways.split(","):
-        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-            row = pool.submit(_run, way, *dims).result()
+        # A fresh Triton cache per way: the ways compile some of the same template kernels, and a warm cache would
+        # hand the later ways the earlier ways' compile time.
+        with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
+            env = {"TRITON_CACHE_DIR": cold, "AUTOHEUR_CACHE": "0"}
+            with ProcessPoolExecutor(
+                1, mp_context=mp.get_context("spawn"), initializer=_set_env, initargs=(env,)
+            ) as pool:
+                row = pool.submit(_run, way, *dims).result()
         row.update(model=args.model, tokens=args.tokens)
         rows.append(row)
         print(json.dumps(row), flush=True)
