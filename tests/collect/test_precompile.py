@@ -1,8 +1,11 @@
-"""Precompilation's worker pool on the CPU (the interpreter: each job runs the real kernel in a spawned process)."""
+"""Precompilation's worker pool: each job runs the real kernel in a spawned process (on the GPU when there is one,
+else in the interpreter)."""
 
 from __future__ import annotations
 
 import time
+
+import torch
 
 from autoheur.collect.precompile import WorkerPool, check_many
 from autoheur.device import H100_SXM
@@ -14,7 +17,7 @@ TINY = Problem(layout="2d3d", groups=2, sizes=(8, 3), m=0, n=16, k=16, dtype="fl
 
 
 def _configs(n: int):
-    sig = validate(*TINY.make_inputs("cpu")).signature
+    sig = validate(*TINY.make_inputs("cuda" if torch.cuda.is_available() else "cpu")).signature
     small = sorted(feasible_configs(sig, H100_SXM), key=lambda c: (c.block_m * c.block_n * c.block_k, c.config_id))
     return [c for c in small if c.load == "ptr"][:n]  # the interpreter is slow: the smallest tiles
 
