@@ -114,6 +114,8 @@ def phase_tune(args, out: Path) -> list[dict]:
     best = oracles(data) if data.exists() else {}
     rows = []
     for i, p in enumerate(public_problems()[: args.limit]):
+        if i < args.start:
+            continue
         oracle = best.get(problem_id(p), (None, math.nan))
         with tempfile.TemporaryDirectory(prefix="triton-cold-") as cold:
             row = _in_fresh_process(_cold("predicted", cold), _first_call, p, "predicted", oracle[0])
@@ -241,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--phases", default="overhead,tune")
     ap.add_argument("--data", help="dataset with the exhaustive winners (default: data/<this GPU's slug>)")
     ap.add_argument("--limit", type=int, default=None, help="first N public problems only")
+    ap.add_argument("--start", type=int, default=0, help="skip the first N public problems (to split a run)")
     ap.add_argument("--exhaustive-live", type=int, default=0, help="also tune the first N problems exhaustively")
     ap.add_argument("--prepared", action="store_true", help="also time each first call after prepare(wait=True)")
     ap.add_argument("--overhead-problem", default="qwen3-30b-a3b/gate_up/decode")
