@@ -13,6 +13,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing import util as mp_util
 
 from autoheur.kernels.config import KernelConfig
 from autoheur.problem import Problem
@@ -91,6 +92,11 @@ class WorkerPool:
     and the imports of torch and triton (seconds) before the first compile. This pool keeps its workers for
     `idle_s` seconds after its last batch, then shuts them down, so idle workers do not hold memory and CUDA contexts
     indefinitely. `warm()` starts the workers ahead of the first batch. Safe to share between threads.
+
+    The workers are shut down when the process exits. That needs a multiprocessing finalizer, not only the executor's
+    own exit hook: in a process that is itself a multiprocessing child (a spawned rank, a DataLoader or pool worker),
+    multiprocessing joins its children before that hook runs, and idle workers never end on their own, so the process
+    would hang at exit.
     """
 
     def __init__(self, workers: int, idle_s: float = 120.0):
@@ -102,6 +108,22 @@ class WorkerPool:
         self._timer = None
         self._lock = threading.Lock()
         self._busy = 0
+        self._finalizer = None
+
+    def close(self) -> None:
+        """Shut the workers down now and wait for them to exit (a later `acquire()` starts new ones)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            fin = self._drop()
+        if fin is not None:
+            fin()
+
+    def _drop(self):
+        """Forget the executor (under the lock); the returned finalizer shuts it down when called."""
+        fin, self._executor, self._finalizer = self._finalizer, None, None
+        return fin
 
     def acquire(self) -> ProcessPoolExecutor:
         """The executor, started if need be; pair with `release()`."""
@@ -111,9 +133,15 @@ class WorkerPool:
                 self._timer = None
             if self._executor is None:
                 init_args = (os.environ.get("TRITON_CACHE_DIR"),)
-                self._executor = ProcessPoolExecutor(
+                ex = ProcessPoolExecutor(
                     self.workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=init_args
                 )
+                # At exit, multiprocessing's exit function runs finalizers of priority >= 0 before it joins this
+                # process's children, the highest first: 100 runs before the executor's own queues stop their
+                # feeder threads (priority 10), which would leave the workers' stop sentinels undelivered.
+                stop = {"wait": True, "cancel_futures": True}
+                self._finalizer = mp_util.Finalize(ex, ex.shutdown, kwargs=stop, exitpriority=100)
+                self._executor = ex
             self._busy += 1
             return self._executor
 
@@ -139,20 +167,22 @@ class WorkerPool:
     def discard(self) -> None:
         """Drop the executor (after a worker died and broke it); the next `acquire()` starts a new one."""
         with self._lock:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False, cancel_futures=True)
-                self._executor = None
+            fin = self._drop()
+        if fin is not None:
+            fin()
 
     @property
     def started(self) -> bool:
         return self._executor is not None
 
     def _shut_if_idle(self) -> None:
+        fin = None
         with self._lock:
-            if self._busy == 0 and self._executor is not None:
-                self._executor.shutdown(wait=False, cancel_futures=True)
-                self._executor = None
+            if self._busy == 0:
+                fin = self._drop()
             self._timer = None
+        if fin is not None:
+            fin()
 
 
 def _warm_worker() -> int:

@@ -67,3 +67,27 @@ def test_warm_starts_the_workers_that_then_compile():
     assert [r.status for r in check_many([(TINY, c) for c in _configs(2)], pool=pool)] == ["ok", "ok"]
     assert pool._executor is executor and warmed <= set(executor._processes)  # compiled by the warmed workers
     pool.discard()
+
+
+def _use_a_kept_pool_then_return() -> list[str]:
+    pool = WorkerPool(1, idle_s=600.0)
+    return [r.status for r in check_many([(TINY, c) for c in _configs(1)], pool=pool)]
+
+
+def test_a_child_process_with_a_kept_pool_still_exits():
+    """In a process that is itself a multiprocessing child (a spawned rank, a pool worker), multiprocessing joins the
+    process's children at exit before the executor's own exit hook runs: idle kept workers must be shut down first,
+    or the process hangs at exit (as a benchmark's spawned worker did on the H100)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ex = ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"))
+    assert ex.submit(_use_a_kept_pool_then_return).result(timeout=300) == ["ok"]
+    (child,) = ex._processes.values()
+    ex.shutdown(wait=False)
+    child.join(timeout=60)  # a deadlock check, not a speed target: a healthy exit takes about a second
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+    assert not hung, "a process holding a kept WorkerPool did not exit"
+    assert child.exitcode == 0
