@@ -69,9 +69,9 @@ def test_warm_starts_the_workers_that_then_compile():
     pool.discard()
 
 
-def _use_a_kept_pool_then_return() -> list[str]:
+def _use_a_kept_pool_then_return(results) -> None:
     pool = WorkerPool(1, idle_s=600.0)
-    return [r.status for r in check_many([(TINY, c) for c in _configs(1)], pool=pool)]
+    results.put([r.status for r in check_many([(TINY, c) for c in _configs(1)], pool=pool)])
 
 
 def test_a_child_process_with_a_kept_pool_still_exits():
@@ -79,15 +79,16 @@ def test_a_child_process_with_a_kept_pool_still_exits():
     process's children at exit before the executor's own exit hook runs: idle kept workers must be shut down first,
     or the process hangs at exit (as a benchmark's spawned worker did on the H100)."""
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
 
-    ex = ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"))
-    assert ex.submit(_use_a_kept_pool_then_return).result(timeout=300) == ["ok"]
-    (child,) = ex._processes.values()
-    ex.shutdown(wait=False)
-    child.join(timeout=60)  # a deadlock check, not a speed target: a healthy exit takes about a second
-    hung = child.is_alive()
-    if hung:
-        child.kill()
-    assert not hung, "a process holding a kept WorkerPool did not exit"
-    assert child.exitcode == 0
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    child = ctx.Process(target=_use_a_kept_pool_then_return, args=(results,))  # joined by this thread alone
+    child.start()
+    try:
+        assert results.get(timeout=300) == ["ok"]
+        child.join(timeout=60)  # a deadlock check, not a speed target: a healthy exit takes about a second
+        assert child.exitcode == 0, f"a process holding a kept WorkerPool did not exit (exit code {child.exitcode})"
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
