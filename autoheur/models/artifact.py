@@ -27,13 +27,27 @@ MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 RETRAIN = "retrain it with this autoheur: autoheur train --data data/<device-slug> (see README)"
 
 
+# Packages under every distribution name they ship as (xgboost also comes as the CPU-only wheel "xgboost-cpu").
+_DISTRIBUTIONS = {
+    "autoheur": ("autoheur",),
+    "xgboost": ("xgboost", "xgboost-cpu"),
+    "scikit-learn": ("scikit-learn",),
+    "numpy": ("numpy",),
+    "pandas": ("pandas",),
+}
+
+
 def library_versions() -> dict:
+    """package -> installed version, None where it is not installed."""
     out = {}
-    for pkg in ("autoheur", "xgboost", "scikit-learn", "numpy", "pandas"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = None
+    for pkg, names in _DISTRIBUTIONS.items():
+        out[pkg] = None
+        for name in names:
+            try:
+                out[pkg] = version(name)
+                break
+            except PackageNotFoundError:
+                continue
     return out
 
 

@@ -55,6 +55,12 @@ def test_metadata_travels(trained):
     assert len(meta["fixed_list"]) == 10
     assert {r["subset"] for r in meta["heldout"]} >= {"all"}
     assert meta["train_problems"] == 12
+    # Every library the model needs is recorded, whichever distribution installed it (xgboost or xgboost-cpu).
+    import sklearn
+    import xgboost
+
+    assert meta["versions"]["xgboost"] == xgboost.__version__
+    assert meta["versions"]["scikit-learn"] == sklearn.__version__
 
 
 @pytest.mark.parametrize("field", ["space_hash", "features_hash"])
