@@ -208,8 +208,9 @@ _EVAL_METHOD = (
     "over whole problems; lomo: each public model family held out in turn; A->B: fit on all of device A's problems, "
     "ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, where the oracle is "
     "the fastest config of the exhaustive collection; best-of-10 = the best of the predicted top 10 (the brief "
-    "autotune's result). Subset oracle>=0.1ms: the problems whose best config takes at least 0.1 ms; on a dataset "
-    "collected under timing protocol v1 (the H200's: data/README.md) only these are free of its launch-overhead flaw."
+    "autotune's result). Subset oracle>=0.1ms: the problems whose best config takes at least 0.1 ms, where timing "
+    "noise between near-equal configs is smallest (on a dataset collected under timing protocol v1, data/README.md, "
+    "only these are free of its launch-overhead flaw)."
 )
 
 

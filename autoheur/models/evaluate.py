@@ -24,7 +24,8 @@ from autoheur.models.data import RankingSet
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS
 
-# Timing protocol v1 datasets time launch overhead into kernels under ~0.1 ms (data/README.md): report those apart.
+# Kernels under ~0.1 ms are where timing noise between near-equal configs matters most (and where timing protocol v1
+# datasets timed launch overhead, data/README.md): report them apart.
 SUBSETS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda pp: pd.Series(True, index=pp.index),
     "oracle>=0.1ms": lambda pp: pp["oracle_ms"] >= 0.1,
