@@ -1,9 +1,9 @@
 """`autoheur tune`: the run-time tuning of a problem list, problem by problem, optionally against the exhaustive one.
 
 For each problem: the predicted top-k (the GPU's model, else the best fixed list) compiled and timed on the problem's
-inputs (compiled in parallel first, as at run time), the chosen config, its time and the tuning wall time (compile
-included); with `compare_exhaustive`, the same for every feasible config. Nothing is cached: this measures tuning,
-it does not feed the run-time cache.
+inputs (compiled in parallel first, on the tuner's kept workers as at run time, so only the first problem pays for
+starting them), the chosen config, its time and the tuning wall time (compile included); with `compare_exhaustive`,
+the same for every feasible config. Nothing is cached: this measures tuning, it does not feed the run-time cache.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
         call = validate(a, b, offs)
         t0 = time.perf_counter()
         cands, source = tuner.candidates(call, "predicted", k)
-        cfg, ms = time_candidates(call, compile_in_parallel(call, cands))
+        cfg, ms = time_candidates(call, compile_in_parallel(call, cands, tuner.compile_pool()))
         row = {"problem": p.name, "source": source, "candidates": len(cands), "config": cfg.config_id,
                "ms": ms, "tune_s": time.perf_counter() - t0}  # fmt: skip
         if compare_exhaustive:
             t1 = time.perf_counter()
             every = list(feasible_configs(call.signature, call.device))
-            best, best_ms = time_candidates(call, compile_in_parallel(call, every))
+            best, best_ms = time_candidates(call, compile_in_parallel(call, every, tuner.compile_pool()))
             row.update({"exhaustive_config": best.config_id, "exhaustive_ms": best_ms,
                         "exhaustive_configs": len(every), "exhaustive_s": time.perf_counter() - t1,
                         "efficiency": best_ms / ms if ms else float("nan")})  # fmt: skip
