@@ -1,7 +1,8 @@
 """What the run-time tuning key's bucketing costs, measured on a collected dataset (issue 5: within 2%).
 
 The tuner reuses one config for every call whose key matches (inference/key.py): the same shapes except the ragged
-extent, whose mean per group is bucketed (exact up to 16, then powers of two). The first call of a bucket is tuned;
+extent, whose total is bucketed (exact up to 16, then powers of two; the earlier key, bucketing the mean per group,
+is measured beside it). The first call of a bucket is tuned;
 the later ones run its winner. For every ordered pair (A, B) of distinct collected problems with the same key, this
 takes A's exhaustive winner and looks up its time on B in the dataset: efficiency = B's own winner's time / the time
 of A's winner on B. Every config of every problem was timed on the GPU, so nothing here is estimated; where A's winner

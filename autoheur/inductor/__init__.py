@@ -12,8 +12,9 @@ this GPU, a problem it cannot read (symbolic sizes), one outside the model's tra
 choices. See choices.py for how a choice is read and filter.py for the decision.
 
 Versions: the hooks used (`add_preprocessing_fn`, `add_feedback_saver`, the `triton_grouped_mm_<i>` names and their
-kwargs description) exist in torch 2.9 to 2.15, as read from those wheels. Tested: torch 2.13 on the CPU,
-on the real choice lists of Inductor's lowering (tests/inductor). Not yet tested on a GPU, nor with torch 2.11.
+kwargs description) exist in torch 2.9 to 2.15, as read from those wheels. Tested: torch 2.13 on the CPU, on the
+real choice lists of Inductor's lowering (tests/inductor), and torch 2.11 on an H100 (tests/inductor, and the MoE
+block of benchmarks/inductor_block.py; BENCHMARKS.md).
 """
 
 from autoheur.inductor.choices import grid_configs, inductor_problem, template_config
