@@ -1,8 +1,7 @@
 """`autoheur tune`: the run-time tuning of a problem list, problem by problem, optionally against the exhaustive one.
 
 For each problem: the predicted top-k (the GPU's model, else the best fixed list) compiled and timed on the problem's
-inputs (compiled in parallel first, on the tuner's kept workers as at run time, so only the first problem pays for
-starting them), the chosen config, its time and the tuning wall time (compile included); with `compare_exhaustive`,
+inputs (compiled in parallel first, where AUTOHEUR_COMPILE_IN says, as at run time), the chosen config, its time and the tuning wall time (compile included); with `compare_exhaustive`,
 the same for every feasible config. Nothing is cached: this measures tuning, it does not feed the run-time cache.
 """
 
@@ -33,7 +32,8 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
         if compare_exhaustive:
             t1 = time.perf_counter()
             every = list(feasible_configs(call.signature, call.device))
-            best, best_ms = time_candidates(call, compile_in_parallel(call, every, tuner.compile_pool()))
+            every_ok = compile_in_parallel(call, every, tuner.compile_pool(), where="processes")
+            best, best_ms = time_candidates(call, every_ok)
             row.update({"exhaustive_config": best.config_id, "exhaustive_ms": best_ms,
                         "exhaustive_configs": len(every), "exhaustive_s": time.perf_counter() - t1,
                         "efficiency": best_ms / ms if ms else float("nan")})  # fmt: skip

@@ -5,13 +5,20 @@ Modes (environment variable AUTOHEUR_TUNE):
               and timed on the call's own inputs (the collection's screening protocol, 3 runs); the fastest is cached
   off         the model's top-1, never timed (no model: the first of the best fixed list)
   exhaustive  every feasible config is timed (minutes on a new shape: the collection's cost, for comparison)
-On a GPU the candidates are first compiled in parallel (AUTOHEUR_COMPILE_WORKERS processes, default one per candidate
-up to the core count; 1 compiles in this process): each worker compiles a config on a tiny twin of the problem that
-shares its binaries (`Problem.shrunk`) and checks its output against the reference, leaving the binary in Triton's
-on-disk cache for this process to load. A config that fails or computes a wrong result is dropped before timing.
-The worker processes are kept between tunings and shut down after AUTOHEUR_COMPILE_POOL_IDLE_S seconds without work
-(default 120; each idle worker holds an interpreter with torch and a CUDA context). `prepare()` (also
-`autoheur.inference.prepare`) loads the model and starts the workers ahead of the first call.
+On a GPU the candidates are first compiled in parallel (AUTOHEUR_COMPILE_WORKERS at a time, default one per
+candidate up to the core count; 1 compiles each on its first timed launch instead): each config is compiled on a tiny
+twin of the problem that shares its binaries (`Problem.shrunk`) and its output checked against the reference. A
+config that fails or computes a wrong result is dropped before timing. Where (AUTOHEUR_COMPILE_IN):
+  threads     (default) threads of this process, which already has torch, triton and a CUDA context: nothing to
+              start, so a process's first tuning costs what later ones do. A compiler crash or GPU fault in a check
+              would take this process down (no shipped dataset records a crashed config).
+  processes   spawned worker processes, which leave the binaries in Triton's on-disk cache for this process to load
+              and absorb crashes. They are kept between tunings and shut down after AUTOHEUR_COMPILE_POOL_IDLE_S
+              seconds without work (default 120; each idle worker holds an interpreter with torch and a CUDA
+              context); starting them costs seconds (importing torch), which `prepare()` can pay ahead of time.
+Exhaustive tuning always compiles on processes: hundreds of configs need every core, not one interpreter's GIL.
+`prepare()` (also `autoheur.inference.prepare`) loads the model, imports the kernel, and with processes starts the
+workers, ahead of the first call.
 Without a model for the GPU, the best fixed list of a shipped model stands in for the prediction, with one warning.
 Each tuning decision is logged at INFO on the "autoheur" logger.
 """
@@ -57,12 +64,23 @@ def _positive_int_env(name: str, default: int) -> int:
     return n
 
 
+COMPILE_PLACES = ("threads", "processes")
+
+
+def compile_in() -> str:
+    where = os.environ.get("AUTOHEUR_COMPILE_IN", "threads").strip().lower()
+    if where not in COMPILE_PLACES:
+        raise ValueError(f"AUTOHEUR_COMPILE_IN={where!r}: expected one of {COMPILE_PLACES}")
+    return where
+
+
 def top_k_setting() -> int:
     return _positive_int_env("AUTOHEUR_TOP_K", 10)
 
 
 def compile_workers(candidates: int, gpu: bool) -> int:
-    """Processes that compile `candidates` configs before timing; 1 means compile in this process on first launch."""
+    """Threads or processes that compile `candidates` configs before timing; 1 means compile each on its first timed
+    launch instead."""
     n = _positive_int_env("AUTOHEUR_COMPILE_WORKERS", os.cpu_count() or 1)
     if not gpu or candidates < 2:  # the interpreter compiles nothing; one config gains nothing from a pool
         return 1
@@ -152,9 +170,11 @@ class Tuner:
             return self._pool
 
     def prepare(self, device: int | None = None, wait: bool = False) -> None:
-        """Load this GPU's model and start the compile workers now, so that the first call of a new shape pays for
-        compiling and timing its candidates only (a serving process calls this once at start-up). `wait`: return
-        once every worker is up."""
+        """Load this GPU's model and import the kernel now (with AUTOHEUR_COMPILE_IN=processes, also start the compile
+        workers), so that the first call of a new shape pays for compiling and timing its candidates only (a serving
+        process calls this once at start-up). `wait`: return once every worker is up."""
+        import autoheur.kernels.grouped_gemm  # noqa: F401  (triton and the kernel's module)
+
         from autoheur.device import current_device_spec
         from autoheur.kernels.validate import _device_spec
 
@@ -162,7 +182,7 @@ class Tuner:
         spec = _device_spec(device) if gpu and device is not None else current_device_spec()
         self.model(spec.name)
         workers = compile_workers(top_k_setting(), gpu)  # as many as a predicted top-k uses, not every core
-        if gpu and tune_mode() != "off" and workers > 1:
+        if gpu and tune_mode() != "off" and workers > 1 and compile_in() == "processes":
             started = self.compile_pool().warm(workers)
             if wait:
                 for fut in started:
@@ -211,7 +231,8 @@ class Tuner:
         if mode == "off" or len(cands) == 1:
             winner, ms = cands[0], None
         else:
-            cands = compile_in_parallel(call, cands, self.compile_pool())
+            where = "processes" if mode == "exhaustive" else compile_in()
+            cands = compile_in_parallel(call, cands, self.compile_pool(), where=where)
             winner, ms = time_candidates(call, cands)
         wall = time.perf_counter() - t0
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
@@ -228,21 +249,27 @@ def _fingerprint(call: GemmCall, model) -> dict:
     return {**model.device, **call.device.to_dict()}
 
 
-def compile_in_parallel(call: GemmCall, configs: list[KernelConfig], pool=None) -> list[KernelConfig]:
-    """Compile and check `configs` on a pool of processes (see the module docstring), kept `pool`'s workers when given;
-    the ones that passed."""
+def compile_in_parallel(
+    call: GemmCall, configs: list[KernelConfig], pool=None, where: str | None = None
+) -> list[KernelConfig]:
+    """Compile and check `configs` (see the module docstring) on threads of this process or on processes (`where`,
+    default AUTOHEUR_COMPILE_IN), the processes of a kept `pool` when given; the ones that passed."""
+    where = where or compile_in()
+    if where not in COMPILE_PLACES:
+        raise ValueError(f"where={where!r}: expected one of {COMPILE_PLACES}")
     workers = compile_workers(len(configs), call.a.is_cuda and not interpreting())
     if workers == 1:
         return configs
     from autoheur.collect.precompile import precompile
 
     t0 = time.perf_counter()
-    results = precompile(problem_of(call), configs, workers=workers, pool=pool)
+    threads = where == "threads"
+    results = precompile(problem_of(call), configs, workers=workers, pool=None if threads else pool, threads=threads)
     passed = [c for c, r in zip(configs, results, strict=True) if r.status == "ok"]
     for c, r in zip(configs, results, strict=True):
         if r.status != "ok":
             log.warning("autoheur: config %s dropped: %s %s", c.config_id, r.status, r.message[:200])
-    log.info("autoheur: compiled %d configs on %d processes in %.2f s", len(configs), workers, time.perf_counter() - t0)
+    log.info("autoheur: compiled %d configs on %d %s in %.2f s", len(configs), workers, where, time.perf_counter() - t0)
     if not passed:
         raise RuntimeError(f"none of the {len(configs)} candidate configs compiled and computed a correct result")
     return passed

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 from autoheur.collect.precompile import WorkerPool, check_many
@@ -92,3 +93,43 @@ def test_a_child_process_with_a_kept_pool_still_exits():
         if child.is_alive():
             child.kill()
             child.join()
+
+
+def test_threads_check_every_job_in_order_and_overlap(monkeypatch):
+    """The run-time batch on threads: one result per job, in job order, several jobs in flight at once."""
+    import threading
+
+    from autoheur.collect import precompile as pre
+
+    in_flight, peak, names, lock = [0], [0], set(), threading.Lock()
+
+    def fake_check(problem, cfg, seed=0):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+            names.add(threading.current_thread().name)
+        time.sleep(0.2)  # long enough that a pool of 3 threads has all three jobs running together
+        with lock:
+            in_flight[0] -= 1
+        return pre.CompileResult(cfg.config_id, "ok", 0.2, 0.0)
+
+    monkeypatch.setattr(pre, "check_config", fake_check)
+    cfgs = _configs(3)
+    results = pre.precompile(TINY, cfgs, workers=3, threads=True)
+    assert [r.config_id for r in results] == [c.config_id for c in cfgs]
+    assert peak[0] == 3 and all(n.startswith("autoheur-compile") for n in names)
+    peak[0] = 0
+    one = pre.precompile(TINY, cfgs, workers=1, threads=True)  # one thread: this thread, one job at a time
+    assert [r.config_id for r in one] == [c.config_id for c in cfgs] and peak[0] == 1
+
+
+@pytest.mark.gpu
+def test_threads_compile_and_check_real_configs_on_the_gpu():
+    """Concurrent compiles of one Triton kernel in one process (each thread its own constexprs) all pass the check."""
+    from autoheur.collect.precompile import precompile
+
+    big = Problem(layout="2d3d", groups=4, sizes=(40, 0, 77, 11), m=0, n=256, k=128, dtype="bfloat16")
+    sig = validate(*big.make_inputs("cuda")).signature
+    cfgs = [c for c in feasible_configs(sig, H100_SXM) if c.block_k == 64][::40][:8]
+    results = precompile(big, cfgs, workers=8, threads=True)
+    assert [r.status for r in results] == ["ok"] * len(cfgs), [(r.config_id, r.message) for r in results]

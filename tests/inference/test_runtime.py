@@ -123,6 +123,7 @@ def test_mode_off_takes_the_top1_untimed(monkeypatch):
         ("AUTOHEUR_COMPILE_WORKERS", "none"),
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "soon"),
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "-1"),
+        ("AUTOHEUR_COMPILE_IN", "gpu"),
     ],
 )
 def test_bad_knobs_are_refused(monkeypatch, var, value):
@@ -147,8 +148,8 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
 
     seen = {}
 
-    def fake_precompile(problem, configs, workers, pool=None):
-        seen.update(problem=problem, workers=workers, pool=pool)
+    def fake_precompile(problem, configs, workers, pool=None, threads=False):
+        seen.update(problem=problem, workers=workers, pool=pool, threads=threads)
         statuses = ["ok", "wrong", "compile_error", "ok"][: len(configs)]
         return [pre.CompileResult(c.config_id, s, 0.1, 0.0) for c, s in zip(configs, statuses, strict=True)]
 
@@ -158,17 +159,50 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
     call = validate(a, b, OFFS)
     cands = tuner_mod.Tuner().candidates(call, "exhaustive", 10)[0][:4]
     pool = tuner_mod.Tuner().compile_pool()
-    kept = tuner_mod.compile_in_parallel(call, cands, pool)
+    kept = tuner_mod.compile_in_parallel(call, cands, pool, where="processes")
     assert [c.config_id for c in kept] == [cands[0].config_id, cands[3].config_id]
     assert seen["workers"] == 3 and seen["problem"].sizes == (5, 0, 23) and seen["problem"].n == 40
     assert seen["pool"] is pool and not pool.started  # handed on; the fake compiled nothing, so nothing spawned
+    assert not seen["threads"]
 
-    def all_wrong(problem, configs, workers, pool=None):
+    def all_wrong(problem, configs, workers, pool=None, threads=False):
         return [pre.CompileResult(c.config_id, "wrong", 0.1, 1.0) for c in configs]
 
     monkeypatch.setattr(pre, "precompile", all_wrong)
     with pytest.raises(RuntimeError, match="none of the 4 candidate configs"):
         tuner_mod.compile_in_parallel(call, cands)
+
+
+@pytest.mark.parametrize(
+    ("mode", "setting", "where"),
+    [("predicted", None, "threads"), ("predicted", "processes", "processes"), ("exhaustive", "threads", "processes")],
+)
+def test_where_candidates_compile(monkeypatch, mode, setting, where):
+    """A predicted top-k compiles on threads of this process unless AUTOHEUR_COMPILE_IN says processes; the whole
+    space always compiles on processes. The threads never touch the kept pool."""
+    from autoheur.collect import precompile as pre
+
+    seen = []
+
+    def fake_precompile(problem, configs, workers, pool=None, threads=False):
+        seen.append((threads, pool))
+        return [pre.CompileResult(c.config_id, "ok", 0.1, 0.0) for c in configs]
+
+    monkeypatch.setattr(pre, "precompile", fake_precompile)
+    monkeypatch.setattr(tuner_mod, "compile_workers", lambda n, gpu: 3)
+    monkeypatch.setenv("AUTOHEUR_TUNE", mode)
+    monkeypatch.setenv("AUTOHEUR_CACHE", "0")
+    if setting:
+        monkeypatch.setenv("AUTOHEUR_COMPILE_IN", setting)
+    tuner = tuner_mod.Tuner()
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    if mode == "exhaustive":  # the whole space in the interpreter is slow: time only what compiled
+        monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs: (cfgs[0], 1.0))
+    tuner.config_for(call)
+    assert len(seen) == 1
+    threads, pool = seen[0]
+    assert threads == (where == "threads")
+    assert (pool is None) == (where == "threads") and not tuner.compile_pool().started
 
 
 def test_repeat_calls_skip_validation_but_not_a_changed_tensor(monkeypatch):
