@@ -4,7 +4,8 @@ All follow the scikit-learn contract: `__init__` stores hyperparameters only, `f
 ends in `_`. `train` and the argument of `predict` are `RankingSet`s (one query per problem); `predict` returns one
 score per row (higher = better). `rank(problem, configs, device)` scores the candidate configs of a new problem.
 
-  xgb_ranker    XGBoost learning-to-rank on the features, graded relevance labels (the default)
+  xgb_ranker    XGBoost learning-to-rank on the features, graded relevance labels (the default: an ensemble of a
+                pairwise and an NDCG LambdaMART, see XGBRankerModel)
   xgb_regressor XGBoost regression of log relative time (clipped at 4x), ranked by the prediction
   nearest       the best configs of the closest training problem (the per-GPU lookup tables of serving engines)
   fixed_list    one list for all problems: a greedy cover of the training problems (the best fixed list of k)
@@ -73,6 +74,8 @@ class Ranker:
 
 
 OBJECTIVES = ("rank:ndcg", "rank:pairwise")
+ENSEMBLE = "ensemble"
+ENSEMBLE_MEMBERS = ("rank:pairwise", "rank:ndcg")  # the first leads: it shortlists and names the top 1
 
 
 @dataclass(eq=False)
@@ -90,26 +93,47 @@ class _Boosted(Ranker):
 
 @dataclass(eq=False)
 class XGBRankerModel(_Boosted):
-    """XGBoost LambdaMART. objective="auto" picks among OBJECTIVES by an inner GroupKFold on the training problems
-    (best-of-10 geomean efficiency, then P10): chosen on held-out problems of the training data, never the test."""
+    """XGBoost LambdaMART.
+
+    objective:
+      "ensemble"   (default) one model per objective of ENSEMBLE_MEMBERS, fitted on the same rows. A problem's configs
+                   are ordered by the sum of the members' scores, each standardized over the problem's shortlisted
+                   configs, except that the lead member's (pairwise) best config comes first. Why: the pairwise model
+                   names the better top 1 and the sum the better list of 10 (the NDCG model is the better list-maker
+                   alone, and the two disagree where each is unsure). Chosen over "auto" on an inner 5-fold CV of the
+                   training problems of the H100 GroupKFold's first fold (BENCHMARKS.md, "Learned ranking").
+      "auto"       one objective, picked among OBJECTIVES by an inner GroupKFold on the training problems (best-of-10
+                   geomean efficiency, then P10): chosen on held-out problems of the training data, never the test.
+      an objective of OBJECTIVES: that one model.
+    """
 
     name = "xgb_ranker"
     uses_ids = False
-    objective: str = "auto"
+    objective: str = ENSEMBLE
 
     def fit(self, train: RankingSet) -> XGBRankerModel:
         if self.objective == "auto":
             self.selection_ = select_objective(self, train)
             self.objective_ = max(self.selection_, key=lambda o: self.selection_[o])
-        else:
+        elif self.objective in (*OBJECTIVES, ENSEMBLE):
             self.objective_ = self.objective
+        else:
+            raise ValueError(f"objective={self.objective!r}: expected one of {(*OBJECTIVES, ENSEMBLE, 'auto')}")
         return self._fit(train, self.objective_)
 
     def _fit(self, train: RankingSet, objective: str) -> XGBRankerModel:
+        sub = _subsample(train, self.per_problem, self.top, self.random_state)
+        objectives = ENSEMBLE_MEMBERS if objective == ENSEMBLE else (objective,)
+        self.members_ = [self._fit_one(sub, o) for o in objectives]
+        self.model_ = self.members_[0]
+        imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
+        self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
+        return self
+
+    def _fit_one(self, sub: RankingSet, objective: str):
         import xgboost as xgb
 
-        sub = _subsample(train, self.per_problem, self.top, self.random_state)
-        self.model_ = xgb.XGBRanker(
+        model = xgb.XGBRanker(
             objective=objective,
             n_estimators=self.n_estimators,
             max_depth=self.max_depth,
@@ -121,33 +145,45 @@ class XGBRankerModel(_Boosted):
             n_jobs=self.n_jobs,
         )
         qid = pd.factorize(sub.frame["problem_id"], sort=False)[0]
-        self.model_.fit(sub.X, sub.frame["label"].to_numpy(), qid=qid)
-        self.feature_importances_ = dict(zip(FEATURE_NAMES, self.model_.feature_importances_.tolist(), strict=True))
-        return self
+        model.fit(sub.X, sub.frame["label"].to_numpy(), qid=qid)
+        return model
 
-    # Two-stage scoring, so that one problem's ~2,000 candidates score in a few milliseconds: the first
-    # `coarse_trees` trees rank every config, the whole model re-scores that ranking's best `shortlist`. Configs
-    # outside the shortlist keep their coarse score, shifted below every shortlisted one. Evaluation scores the
-    # same way, so held-out figures are those of what inference does.
+    # Two-stage scoring, so that one problem's ~2,000 candidates score in a few milliseconds: the lead member's
+    # first `coarse_trees` trees rank every config, the whole model (every member) re-scores that ranking's best
+    # `shortlist`. Configs outside the shortlist keep their coarse score, shifted below every shortlisted one.
+    # Evaluation scores the same way, so held-out figures are those of what inference does.
     coarse_trees = 50
     shortlist = 256
     _BELOW = 1e4
 
     def _two_stage(self, X: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
-        booster = self.model_.get_booster()
-        n_trees = booster.num_boosted_rounds()
-        if n_trees <= self.coarse_trees:
-            return booster.inplace_predict(X)
-        coarse = booster.inplace_predict(X, iteration_range=(0, self.coarse_trees))
-        out = coarse - self._BELOW
-        picked = []
-        for idx in groups:
-            if len(idx) <= self.shortlist:
-                picked.append(idx)
-            else:
-                picked.append(idx[np.argpartition(-coarse[idx], self.shortlist - 1)[: self.shortlist]])
+        members = getattr(self, "members_", None) or [self.model_]  # a model saved before ensembles: one member
+        lead = members[0].get_booster()
+        if lead.num_boosted_rounds() <= self.coarse_trees:  # a small model: every config is shortlisted
+            out = np.zeros(len(X), dtype=np.float64)
+            picked = groups
+        else:
+            coarse = lead.inplace_predict(X, iteration_range=(0, self.coarse_trees))
+            out = coarse.astype(np.float64) - self._BELOW
+            picked = []
+            for idx in groups:
+                if len(idx) <= self.shortlist:
+                    picked.append(idx)
+                else:
+                    picked.append(idx[np.argpartition(-coarse[idx], self.shortlist - 1)[: self.shortlist]])
         rows = np.concatenate(picked)
-        out[rows] = booster.inplace_predict(np.ascontiguousarray(X[rows]))
+        Xs = np.ascontiguousarray(X[rows])
+        full = [m.get_booster().inplace_predict(Xs).astype(np.float64) for m in members]
+        if len(full) == 1:
+            out[rows] = full[0]
+            return out
+        start = 0
+        for idx in picked:  # per problem: the members' standardized scores summed, the lead's best first
+            part = slice(start, start + len(idx))
+            start += len(idx)
+            blend = sum(_standardized(f[part]) for f in full)
+            blend[np.argmax(full[0][part])] = blend.max() + 1.0
+            out[idx] = blend
         return out
 
     def predict(self, data: RankingSet) -> np.ndarray:
@@ -156,6 +192,11 @@ class XGBRankerModel(_Boosted):
 
     def predict_X(self, X, config_ids):
         return self._two_stage(X, [np.arange(len(X))])
+
+
+def _standardized(v: np.ndarray) -> np.ndarray:
+    sd = v.std()
+    return (v - v.mean()) / sd if sd > 0 else np.zeros_like(v)
 
 
 def select_objective(model: XGBRankerModel, train: RankingSet, folds: int = 2) -> dict[str, tuple[float, float]]:

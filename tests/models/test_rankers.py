@@ -102,3 +102,33 @@ def test_objective_auto_selects_on_inner_folds_only(h100_slice):
     m.fit(h100_slice.subset(h100_slice.problems[:16]))
     assert set(m.selection_) == {"rank:ndcg", "rank:pairwise"}
     assert m.objective_ == max(m.selection_, key=m.selection_.get)
+
+
+def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
+    """The default ranker: both members re-score the lead's shortlist; the shortlist is ordered by the sum of their
+    per-problem standardized scores, except that the lead's own best config comes first; the rest stay below."""
+    from autoheur.models.rankers import ENSEMBLE_MEMBERS
+
+    pids = h100_slice.problems
+    m = XGBRankerModel(n_estimators=60, max_depth=3, n_jobs=1)
+    m.shortlist = 40  # fewer than a problem's configs, so the shortlist matters
+    assert m.objective == "ensemble"
+    m.fit(h100_slice.subset(pids[:20]))
+    assert [mm.get_params()["objective"] for mm in m.members_] == list(ENSEMBLE_MEMBERS)
+    one = h100_slice.subset([pids[25]])
+    X = one.X
+    scores = m.predict(one)
+    lead, other = (mm.get_booster() for mm in m.members_)
+    coarse = lead.inplace_predict(X, iteration_range=(0, m.coarse_trees))
+    short = np.argsort(-coarse, kind="stable")[: m.shortlist]
+    assert set(np.argsort(-scores, kind="stable")[: m.shortlist]) == set(short)
+    a, b = lead.inplace_predict(X[short]).astype(float), other.inplace_predict(X[short]).astype(float)
+    blend = (a - a.mean()) / a.std() + (b - b.mean()) / b.std()
+    assert np.argmax(scores) == short[np.argmax(a)]  # the lead's best first
+    rest = [i for i in range(len(short)) if i != np.argmax(a)]
+    np.testing.assert_allclose(scores[short[rest]], blend[rest], rtol=1e-6)
+
+
+def test_unknown_objective_is_refused(h100_slice):
+    with pytest.raises(ValueError, match="objective='rank:map'"):
+        XGBRankerModel(objective="rank:map").fit(h100_slice.subset(h100_slice.problems[:4]))
