@@ -153,7 +153,7 @@ class XGBRankerModel(_Boosted):
     # `shortlist`. Configs outside the shortlist keep their coarse score, shifted below every shortlisted one.
     # Evaluation scores the same way, so held-out figures are those of what inference does.
     coarse_trees = 50
-    shortlist = 256
+    shortlist = 128  # on the dev CV of the ensemble: best-of-10 as with 256, 15% less prediction time
     _BELOW = 1e4
 
     def _two_stage(self, X: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
