@@ -38,16 +38,30 @@ def classify_error(exc: BaseException) -> str:
     return "compile_error"
 
 
-def check_config(problem: Problem, cfg: KernelConfig, seed: int = 0) -> CompileResult:
-    """Compile (first launch) and run `cfg` on `problem`, output poisoned with NaN; compare with the reference."""
+def check_config(problem: Problem, cfg: KernelConfig, seed: int = 0, device=None) -> CompileResult:
+    """Compile (first launch) and run `cfg` on `problem`, output poisoned with NaN; compare with the reference.
+    `device`: the GPU to run on (default: the current one); the interpreter runs on the CPU."""
+    import torch
+
+    from autoheur.kernels.validate import interpreting
+
+    if interpreting():
+        return _check(problem, cfg, seed, "cpu")
+    gpu = torch.device("cuda" if device is None else device)
+    if gpu.index is None:
+        gpu = torch.device("cuda", torch.cuda.current_device())
+    with torch.cuda.device(gpu):  # a launch goes to the thread's current device: make it the inputs' one
+        return _check(problem, cfg, seed, gpu)
+
+
+def _check(problem: Problem, cfg: KernelConfig, seed: int, device) -> CompileResult:
     import torch
 
     from autoheur.kernels.grouped_gemm import launch
     from autoheur.kernels.reference import reference_grouped_mm, relative_error
     from autoheur.kernels.validate import check_config as check_feasible
-    from autoheur.kernels.validate import interpreting, validate
+    from autoheur.kernels.validate import validate
 
-    device = "cpu" if interpreting() else "cuda"
     a, b, offs = problem.make_inputs(device, seed=seed)
     t0 = time.perf_counter()
     try:
@@ -58,8 +72,8 @@ def check_config(problem: Problem, cfg: KernelConfig, seed: int = 0) -> CompileR
     try:
         out = torch.full(call.out_shape, float("nan"), dtype=call.out_dtype, device=device)
         launch(call, cfg, out)
-        if device == "cuda":
-            torch.cuda.synchronize()
+        if out.is_cuda:
+            torch.cuda.synchronize(out.device)
     except Exception as exc:  # recorded, never raised: one bad config must not stop a sweep
         return CompileResult(cfg.config_id, classify_error(exc), time.perf_counter() - t0, float("nan"), str(exc)[:500])
     seconds = time.perf_counter() - t0
@@ -74,8 +88,8 @@ def _worker_init(cache_dir: str | None) -> None:
         os.environ["TRITON_CACHE_DIR"] = cache_dir
 
 
-def _run_chunk(jobs: list[tuple[Problem, str]]) -> list[tuple[int, CompileResult]]:
-    return [(i, check_config(p, KernelConfig.from_id(c))) for i, (p, c) in jobs]
+def _run_chunk(jobs: list[tuple[Problem, str]], device=None) -> list[tuple[int, CompileResult]]:
+    return [(i, check_config(p, KernelConfig.from_id(c), device=device)) for i, (p, c) in jobs]
 
 
 def split_jobs(jobs: list, workers: int, chunk: int = 4) -> list[list]:
@@ -201,14 +215,15 @@ def check_many(
     chunk: int = 4,
     progress=None,
     pool: WorkerPool | None = None,
+    device=None,
 ) -> list[CompileResult]:
     """Compile, run and check every (problem, config) job on `workers` spawned processes (default: all cores), or on
-    the processes of a kept `pool`."""
+    the processes of a kept `pool`; on GPU `device` (default: each process's current one)."""
     workers = pool.workers if pool is not None else (workers or os.cpu_count() or 1)
     if workers == 1 and pool is None:  # in this process: no pool to spawn (the CPU interpreter, tests, debugging)
         out = []
         for i, (p, c) in enumerate(jobs):
-            out.append(check_config(p, c))
+            out.append(check_config(p, c, device=device))
             if progress:
                 progress(i + 1, len(jobs))
         return out
@@ -216,7 +231,7 @@ def check_many(
     results: dict[int, CompileResult] = {}
 
     def run_on(executor: ProcessPoolExecutor, pending: list) -> None:
-        for fut in as_completed([executor.submit(_run_chunk, c) for c in pending]):
+        for fut in as_completed([executor.submit(_run_chunk, c, device) for c in pending]):
             results.update(fut.result())
             if progress:
                 progress(len(results), len(jobs))
@@ -248,7 +263,7 @@ def check_many(
     ]
 
 
-def check_in_threads(jobs: list[tuple[Problem, KernelConfig]], threads: int) -> list[CompileResult]:
+def check_in_threads(jobs: list[tuple[Problem, KernelConfig]], threads: int, device=None) -> list[CompileResult]:
     """`check_config` of every job on `threads` threads of this process, results in job order.
 
     For a run-time batch of a few configs in a process that already has torch, triton and a CUDA context: nothing to
@@ -256,13 +271,24 @@ def check_in_threads(jobs: list[tuple[Problem, KernelConfig]], threads: int) -> 
     threads overlap; on an H100, 10 configs took 2.5 s on 10 threads against 5.7 s one after another, and 7.3 s on a
     fresh pool of 10 processes, whose start-up (importing torch) is most of it (benchmarks/compile_startup.py). The
     price is isolation: a compiler crash or a GPU fault in a check takes this process down with it, which a worker
-    process would have absorbed."""
+    process would have absorbed. `device`: the GPU (default: the calling thread's current one, not each new
+    thread's, which is GPU 0)."""
+    if device is None and not _interpreting():
+        import torch
+
+        device = torch.device("cuda", torch.cuda.current_device())
     if threads <= 1 or len(jobs) <= 1:
-        return [check_config(p, c) for p, c in jobs]
+        return [check_config(p, c, device=device) for p, c in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(threads, len(jobs)), thread_name_prefix="autoheur-compile") as ex:
-        return list(ex.map(lambda job: check_config(*job), jobs))
+        return list(ex.map(lambda job: check_config(*job, device=device), jobs))
+
+
+def _interpreting() -> bool:
+    from autoheur.kernels.validate import interpreting
+
+    return interpreting()
 
 
 def precompile(
@@ -272,12 +298,13 @@ def precompile(
     progress=None,
     pool: WorkerPool | None = None,
     threads: bool = False,
+    device=None,
 ):
     """Compile and check `configs` for `problem`'s signature, on a tiny problem that shares its binaries: on worker
     processes (a kept `pool`'s, else a fresh pool of `workers`), or with `threads` on `workers` threads of this
-    process (a run-time batch, see `check_in_threads`)."""
+    process (a run-time batch, see `check_in_threads`); on GPU `device` (default: the current one)."""
     tiny = problem.shrunk()
     jobs = [(tiny, c) for c in configs]
     if threads:
-        return check_in_threads(jobs, workers or os.cpu_count() or 1)
-    return check_many(jobs, workers=workers, progress=progress, pool=pool)
+        return check_in_threads(jobs, workers or os.cpu_count() or 1, device=device)
+    return check_many(jobs, workers=workers, progress=progress, pool=pool, device=device)

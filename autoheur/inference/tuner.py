@@ -264,7 +264,9 @@ def compile_in_parallel(
 
     t0 = time.perf_counter()
     threads = where == "threads"
-    results = precompile(problem_of(call), configs, workers=workers, pool=None if threads else pool, threads=threads)
+    results = precompile(
+        problem_of(call), configs, workers=workers, pool=None if threads else pool, threads=threads, device=call.a.device
+    )
     passed = [c for c, r in zip(configs, results, strict=True) if r.status == "ok"]
     for c, r in zip(configs, results, strict=True):
         if r.status != "ok":

@@ -103,7 +103,10 @@ def test_threads_check_every_job_in_order_and_overlap(monkeypatch):
 
     in_flight, peak, names, lock = [0], [0], set(), threading.Lock()
 
-    def fake_check(problem, cfg, seed=0):
+    devices = set()
+
+    def fake_check(problem, cfg, seed=0, device=None):
+        devices.add(device)
         with lock:
             in_flight[0] += 1
             peak[0] = max(peak[0], in_flight[0])
@@ -115,9 +118,10 @@ def test_threads_check_every_job_in_order_and_overlap(monkeypatch):
 
     monkeypatch.setattr(pre, "check_config", fake_check)
     cfgs = _configs(3)
-    results = pre.precompile(TINY, cfgs, workers=3, threads=True)
+    results = pre.precompile(TINY, cfgs, workers=3, threads=True, device="cuda:1")
     assert [r.config_id for r in results] == [c.config_id for c in cfgs]
     assert peak[0] == 3 and all(n.startswith("autoheur-compile") for n in names)
+    assert devices == {"cuda:1"}  # every thread checks on the caller's GPU, not on GPU 0, each new thread's default
     peak[0] = 0
     one = pre.precompile(TINY, cfgs, workers=1, threads=True)  # one thread: this thread, one job at a time
     assert [r.config_id for r in one] == [c.config_id for c in cfgs] and peak[0] == 1
@@ -133,3 +137,18 @@ def test_threads_compile_and_check_real_configs_on_the_gpu():
     cfgs = [c for c in feasible_configs(sig, H100_SXM) if c.block_k == 64][::40][:8]
     results = precompile(big, cfgs, workers=8, threads=True)
     assert [r.status for r in results] == ["ok"] * len(cfgs), [(r.config_id, r.message) for r in results]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("threads", [True, False])
+def test_checks_run_on_the_callers_gpu_not_gpu_0(threads):
+    """A tuning for tensors on GPU 1 checks its configs there. On threads (whose own current device is GPU 0) a launch
+    on the wrong device faults on GPU 1's pointers, so this fails without the fix; on worker processes it checks that
+    passing the device through works."""
+    from autoheur.collect.precompile import precompile
+
+    cfgs = _configs(2)
+    with torch.cuda.device(0):  # the caller's current device is not the target: the device argument decides
+        results = precompile(TINY, cfgs, workers=2, threads=threads, device=torch.device("cuda", 1))
+    assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]

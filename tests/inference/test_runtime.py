@@ -148,8 +148,8 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
 
     seen = {}
 
-    def fake_precompile(problem, configs, workers, pool=None, threads=False):
-        seen.update(problem=problem, workers=workers, pool=pool, threads=threads)
+    def fake_precompile(problem, configs, workers, pool=None, threads=False, device=None):
+        seen.update(problem=problem, workers=workers, pool=pool, threads=threads, device=device)
         statuses = ["ok", "wrong", "compile_error", "ok"][: len(configs)]
         return [pre.CompileResult(c.config_id, s, 0.1, 0.0) for c, s in zip(configs, statuses, strict=True)]
 
@@ -163,9 +163,9 @@ def test_parallel_compile_drops_failed_and_wrong_configs(monkeypatch):
     assert [c.config_id for c in kept] == [cands[0].config_id, cands[3].config_id]
     assert seen["workers"] == 3 and seen["problem"].sizes == (5, 0, 23) and seen["problem"].n == 40
     assert seen["pool"] is pool and not pool.started  # handed on; the fake compiled nothing, so nothing spawned
-    assert not seen["threads"]
+    assert not seen["threads"] and seen["device"] == a.device  # checked on the call's own device
 
-    def all_wrong(problem, configs, workers, pool=None, threads=False):
+    def all_wrong(problem, configs, workers, pool=None, threads=False, device=None):
         return [pre.CompileResult(c.config_id, "wrong", 0.1, 1.0) for c in configs]
 
     monkeypatch.setattr(pre, "precompile", all_wrong)
@@ -184,7 +184,7 @@ def test_where_candidates_compile(monkeypatch, mode, setting, where):
 
     seen = []
 
-    def fake_precompile(problem, configs, workers, pool=None, threads=False):
+    def fake_precompile(problem, configs, workers, pool=None, threads=False, device=None):
         seen.append((threads, pool))
         return [pre.CompileResult(c.config_id, "ok", 0.1, 0.0) for c in configs]
 
