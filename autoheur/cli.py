@@ -158,13 +158,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from autoheur.models.data import load_ranking_set
     from autoheur.models.evaluate import cross_validate, tuning_cost
-    from autoheur.models.rankers import RANKERS
+    from autoheur.collect.store import DatasetStore
+    from autoheur.models.rankers import RANKERS, family_params
 
     models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
     t0 = time.time()
     try:
+        families = {DatasetStore.load(d).meta.family for d in args.data}
+        if len(families) > 1:
+            raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
+        params = family_params(families.pop())
         sets = {Path(d).name.replace("nvidia-", "").split("-")[0]: load_ranking_set(d) for d in args.data}
-        per_problem, summary, fits = cross_validate(sets, models, _csv(args.splits))
+        per_problem, summary, fits = cross_validate(sets, models, _csv(args.splits), params=params)
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
         return 2
@@ -184,7 +189,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if "xgb_ranker" in models:
             from autoheur.models.rankers import XGBRankerModel
 
-            imp = {"xgb_ranker": XGBRankerModel(objective="rank:ndcg").fit(first).feature_importances_}
+            imp = {"xgb_ranker": XGBRankerModel(**params.get("xgb_ranker", {})).fit(first).feature_importances_}
         meta = {
             "datasets": ", ".join(str(d) for d in args.data),
             "devices": ", ".join(rs.device["name"] for rs in sets.values()),

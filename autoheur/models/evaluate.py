@@ -107,16 +107,18 @@ def cross_validate(
     models: Sequence[str],
     splits: Sequence[str] = ("group_kfold", "lomo", "cross_device"),
     log=print,
+    params: dict[str, dict] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
-    """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet)."""
+    """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet);
+    `params`: model name -> hyperparameter overrides."""
     rows, fits = [], []
     for dname, rs in datasets.items():
         if "group_kfold" in splits:
-            r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log)
+            r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log, params)
             rows.append(r)
             fits += f
         if "lomo" in splits:
-            r, f = run_split(f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log)
+            r, f = run_split(f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log, params)
             rows.append(r)
             fits += f
     if "cross_device" in splits and len(datasets) > 1:
@@ -126,7 +128,7 @@ def cross_validate(
                 if a == b:
                     continue
                 # B's problems with B's fingerprint, ranked by a model fit on all of A
-                r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log)
+                r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log, params)
                 rows.append(r)
                 fits += f
     per_problem = pd.concat(rows, ignore_index=True)

@@ -1,7 +1,7 @@
 """`autoheur train`: fit the default ranker on a whole dataset and save it with its metadata and held-out figures.
 
 The held-out figures come from a GroupKFold over the dataset's problems in which every fold refits the same model
-from scratch (objective selection included, on that fold's training problems only), so they are what the saved
+from scratch (any inner selection included, on that fold's training problems only), so they are what the saved
 model's procedure achieves on problems it never saw. The saved model is then fitted on every problem.
 """
 
@@ -14,7 +14,7 @@ from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
 from autoheur.models.data import load_ranking_set
 from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
-from autoheur.models.rankers import DEFAULT, FixedList
+from autoheur.models.rankers import DEFAULT, FixedList, family_params
 
 
 def train(
@@ -25,8 +25,10 @@ def train(
     params: dict | None = None,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
-    `params` override the ranker's default hyperparameters (tests use small models)."""
-    params = params or {}
+    `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
+    (rankers.FAMILY_PARAMS) override first."""
+    family = DatasetStore.load(data).meta.family
+    params = {**family_params(family).get(model, {}), **(params or {})}
     t0 = time.perf_counter()
     rs = load_ranking_set(data)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
@@ -41,5 +43,4 @@ def train(
     ranker = make_model(model, **params).fit(rs)
     fit_s = time.perf_counter() - t1
     log(f"fitted {model} on all {len(rs.problems)} problems in {fit_s:.1f} s")
-    family = DatasetStore.load(data).meta.family
     return TrainedModel(ranker, build_meta(ranker, rs, str(data), fit_s, heldout, fixed, family=family))

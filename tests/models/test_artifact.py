@@ -31,7 +31,7 @@ def mini_dataset(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(mini_dataset, tmp_path_factory):
-    small = {"n_estimators": 40, "max_depth": 5, "n_jobs": 1}  # the real procedure (inner-CV objective), small
+    small = {"n_estimators": 60, "max_depth": 5, "n_jobs": 1}  # the real procedure (the ensemble, two-stage), small
     model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small)
     path = model.save(tmp_path_factory.mktemp("models") / "h100-mini.joblib")
     return model, path
@@ -132,3 +132,22 @@ def test_shipped_models_load_and_predict():
     for path in paths:
         m = TrainedModel.load(path)
         assert len(m.top_k(public_problems()[0], 10)) == 10
+
+
+def test_train_applies_the_family_defaults(tmp_path):
+    """The Inductor family keeps the single inner-CV-selected objective (rankers.FAMILY_PARAMS); autoheur's own
+    kernel family gets the ensemble."""
+    from autoheur.models.rankers import ENSEMBLE, OBJECTIVES
+
+    inductor = artifact.MODELS_DIR.parent / "data" / "inductor-nvidia-h100-80gb-hbm3"
+    small = {"n_estimators": 8, "max_depth": 3, "n_jobs": 1}
+    model = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small)
+    assert model.meta["objective"] in OBJECTIVES and set(model.meta["objective_selection"]) == set(OBJECTIVES)
+    assert model.meta["family"] == "inductor"
+    forced = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params={**small, "objective": ENSEMBLE})
+    assert forced.meta["objective"] == ENSEMBLE  # explicit parameters still win
+
+
+def test_the_triton_family_trains_the_ensemble(trained):
+    model, _ = trained
+    assert model.meta["objective"] == "ensemble" and len(model.ranker.members_) == 2
