@@ -212,6 +212,8 @@ _EVAL_METHOD = (
     "Every figure is on problems the model did not see while fitting. The default xgb_ranker is an ensemble of a "
     "rank:pairwise and a rank:ndcg model (rankers.py); its design (the ensemble, its 128-config shortlist) was chosen "
     "on an inner 5-fold CV of the training problems of h100:group_kfold's first fold, never on these figures. "
+    "Exception: on Inductor's template family it is one model whose objective an inner 2-fold CV picks on each "
+    "fold's training problems (rankers.FAMILY_PARAMS). "
     "group_kfold: 5 folds "
     "over whole problems; lomo: each public model family held out in turn; A->B: fit on all of device A's problems, "
     "ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, where the oracle is "
