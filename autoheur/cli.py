@@ -156,9 +156,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     import time
 
+    from autoheur.collect.store import DatasetStore
     from autoheur.models.data import load_ranking_set
     from autoheur.models.evaluate import cross_validate, tuning_cost
-    from autoheur.collect.store import DatasetStore
     from autoheur.models.rankers import RANKERS, family_params
 
     models = list(RANKERS) if args.models == "all" else list(_csv(args.models))

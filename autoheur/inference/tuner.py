@@ -174,7 +174,6 @@ class Tuner:
         workers), so that the first call of a new shape pays for compiling and timing its candidates only (a serving
         process calls this once at start-up). `wait`: return once every worker is up."""
         import autoheur.kernels.grouped_gemm  # noqa: F401  (triton and the kernel's module)
-
         from autoheur.device import current_device_spec
         from autoheur.kernels.validate import _device_spec
 
@@ -264,9 +263,8 @@ def compile_in_parallel(
 
     t0 = time.perf_counter()
     threads = where == "threads"
-    results = precompile(
-        problem_of(call), configs, workers=workers, pool=None if threads else pool, threads=threads, device=call.a.device
-    )
+    pool = None if threads else pool
+    results = precompile(problem_of(call), configs, workers=workers, pool=pool, threads=threads, device=call.a.device)
     passed = [c for c, r in zip(configs, results, strict=True) if r.status == "ok"]
     for c, r in zip(configs, results, strict=True):
         if r.status != "ok":
