@@ -10,7 +10,8 @@ Phases (``--phases``, comma-separated):
                of `torch._grouped_mm`, and of the exhaustive winner recorded for this problem in the shipped dataset,
                all three on the same inputs in the same process;
              - prepared_first_call_s: with `--prepared`, the same first call in another fresh process after
-               `autoheur.inference.prepare(wait=True)` (compile workers already up, as a serving process has them);
+               `autoheur.inference.prepare(wait=True)` (the model loaded and the kernel imported; with
+               AUTOHEUR_COMPILE_IN=processes also the compile workers up, as a serving process has them);
              - exhaustive_s: with `--exhaustive-live N`, the first N problems are also tuned with AUTOHEUR_TUNE=
                exhaustive in another fresh process (every feasible config compiled on all cores, checked and timed):
                the measured wall time of exhaustive tuning.
@@ -48,7 +49,8 @@ def _set_env(env: dict) -> None:
 
 def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = False) -> dict:
     """In a fresh process: the first autoheur.grouped_mm call on `problem` under AUTOHEUR_TUNE=`mode`; `prepared`:
-    after `autoheur.inference.prepare(wait=True)` (the compile workers already up, as in a serving process)."""
+    after `autoheur.inference.prepare(wait=True)` (with AUTOHEUR_COMPILE_IN=processes, the compile workers already
+    up, as in a serving process)."""
     import torch
 
     import autoheur
