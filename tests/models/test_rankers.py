@@ -132,3 +132,14 @@ def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
 def test_unknown_objective_is_refused(h100_slice):
     with pytest.raises(ValueError, match="objective='rank:map'"):
         XGBRankerModel(objective="rank:map").fit(h100_slice.subset(h100_slice.problems[:4]))
+
+
+def test_a_model_saved_before_ensembles_still_predicts(h100_slice):
+    """Models pickled before the ensemble had one booster in `model_` and no `members_`: they score as they did."""
+    pids = h100_slice.problems
+    m = XGBRankerModel(objective="rank:pairwise", n_estimators=60, max_depth=3, n_jobs=1)
+    m.fit(h100_slice.subset(pids[:20]))
+    test = h100_slice.subset(pids[20:24])
+    expected = m.predict(test)
+    del m.members_  # the state of an older pickle
+    np.testing.assert_array_equal(m.predict(test), expected)
