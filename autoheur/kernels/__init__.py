@@ -14,6 +14,17 @@ from autoheur.kernels.reference import reference_grouped_mm, relative_error
 from autoheur.kernels.validate import GemmCall, validate
 
 __all__ = [
-    "SPACE_HASH", "GemmCall", "KernelConfig", "Ragged", "Signature", "all_configs", "feasible_configs",
-    "grouped_mm", "infeasible_reason", "launch", "reference_grouped_mm", "relative_error", "validate",
+    "SPACE_HASH",
+    "GemmCall",
+    "KernelConfig",
+    "Ragged",
+    "Signature",
+    "all_configs",
+    "feasible_configs",
+    "grouped_mm",
+    "infeasible_reason",
+    "launch",
+    "reference_grouped_mm",
+    "relative_error",
+    "validate",
 ]

@@ -193,12 +193,16 @@ def validate(
         c_strides = (0, out_shape[1], 1)
     # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be
     # an operand's contiguous one.
-    tma_aligned = a_lead_aligned and b_lead_aligned and {
-        Ragged.M: a_row_major,
-        Ragged.N: not b_row_major,
-        Ragged.K: (not a_row_major) and b_row_major,
-        Ragged.NONE: True,
-    }[ragged]
+    tma_aligned = (
+        a_lead_aligned
+        and b_lead_aligned
+        and {
+            Ragged.M: a_row_major,
+            Ragged.N: not b_row_major,
+            Ragged.K: (not a_row_major) and b_row_major,
+            Ragged.NONE: True,
+        }[ragged]
+    )
     device = _device_spec(a.device.index or 0) if a.is_cuda else H100_SXM
     call = GemmCall(
         a=a, b=b, offs=offs, ragged=ragged, groups=groups, m=m, n=n, k=k, ragged_total=total,
