@@ -43,15 +43,24 @@ def check_config(problem: Problem, cfg: KernelConfig, seed: int = 0, device=None
     `device`: the GPU to run on (default: the current one); the interpreter runs on the CPU."""
     import torch
 
+    where = _check_device(device)
+    if where.type == "cpu":
+        return _check(problem, cfg, seed, where)
+    with torch.cuda.device(where):  # a launch goes to the thread's current device: make it the inputs' one
+        return _check(problem, cfg, seed, where)
+
+
+def _check_device(device=None):
+    """Where checks run: the CPU under the interpreter, else the GPU `device` names (default: the calling thread's
+    current one), with its index."""
+    import torch
+
     from autoheur.kernels.validate import interpreting
 
     if interpreting():
-        return _check(problem, cfg, seed, "cpu")
+        return torch.device("cpu")
     gpu = torch.device("cuda" if device is None else device)
-    if gpu.index is None:
-        gpu = torch.device("cuda", torch.cuda.current_device())
-    with torch.cuda.device(gpu):  # a launch goes to the thread's current device: make it the inputs' one
-        return _check(problem, cfg, seed, gpu)
+    return gpu if gpu.index is not None else torch.device("cuda", torch.cuda.current_device())
 
 
 def _check(problem: Problem, cfg: KernelConfig, seed: int, device) -> CompileResult:
@@ -273,22 +282,14 @@ def check_in_threads(jobs: list[tuple[Problem, KernelConfig]], threads: int, dev
     price is isolation: a compiler crash or a GPU fault in a check takes this process down with it, which a worker
     process would have absorbed. `device`: the GPU (default: the calling thread's current one, not each new
     thread's, which is GPU 0)."""
-    if device is None and not _interpreting():
-        import torch
-
-        device = torch.device("cuda", torch.cuda.current_device())
+    if device is None:
+        device = _check_device()  # resolved here, in the calling thread
     if threads <= 1 or len(jobs) <= 1:
         return [check_config(p, c, device=device) for p, c in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(threads, len(jobs)), thread_name_prefix="autoheur-compile") as ex:
         return list(ex.map(lambda job: check_config(*job, device=device), jobs))
-
-
-def _interpreting() -> bool:
-    from autoheur.kernels.validate import interpreting
-
-    return interpreting()
 
 
 def precompile(

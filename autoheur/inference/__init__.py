@@ -7,8 +7,9 @@ from autoheur.inference.tuner import default_tuner
 
 
 def prepare(device: int | None = None, wait: bool = False) -> None:
-    """Load the GPU's model and start the compile workers now (once, at a serving process's start-up), so that the
-    first call of a new shape pays only for compiling and timing its candidates. `wait`: return once they are up."""
+    """Load the GPU's model and import the kernel now, and with AUTOHEUR_COMPILE_IN=processes start the compile
+    workers (once, at a serving process's start-up), so that the first call of a new shape pays only for compiling
+    and timing its candidates. `wait`: return once the workers are up."""
     default_tuner().prepare(device, wait)
 
 

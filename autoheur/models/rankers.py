@@ -125,7 +125,6 @@ class XGBRankerModel(_Boosted):
         sub = _subsample(train, self.per_problem, self.top, self.random_state)
         objectives = ENSEMBLE_MEMBERS if objective == ENSEMBLE else (objective,)
         self.members_ = [self._fit_one(sub, o) for o in objectives]
-        self.model_ = self.members_[0]
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
         self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
         return self
@@ -157,7 +156,7 @@ class XGBRankerModel(_Boosted):
     _BELOW = 1e4
 
     def _two_stage(self, X: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
-        members = getattr(self, "members_", None) or [self.model_]  # a model saved before ensembles: one member
+        members = getattr(self, "members_", None) or [self.model_]  # pickled before ensembles: one booster, model_
         lead = members[0].get_booster()
         if lead.num_boosted_rounds() <= self.coarse_trees:  # a small model: every config is shortlisted
             out = np.zeros(len(X), dtype=np.float64)
