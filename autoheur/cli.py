@@ -132,6 +132,19 @@ def cmd_data_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data_retime(args: argparse.Namespace) -> int:
+    from autoheur.collect.runner import CollectOptions, retime
+
+    try:
+        opts = CollectOptions(reps=args.reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
+        summary = retime(Path(args.path), opts, spread_above=args.spread_above)
+    except ValueError as exc:
+        print(f"autoheur data retime: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from autoheur.models.train import train
 
@@ -375,6 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("sources", nargs="+")
     d.add_argument("--into", required=True)
     d.set_defaults(fn=cmd_data_merge)
+    d = dsub.add_parser("retime", help="measure again the configs whose runs disagreed (GPU; resumable)")
+    d.add_argument("path", help="a dataset directory")
+    d.add_argument("--spread-above", type=float, default=0.25, help="retime ok configs whose spread exceeds this")
+    d.add_argument("--reps", type=int, default=5, help="timed runs per config")
+    d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
+    d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
+    d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+    d.set_defaults(fn=cmd_data_retime)
 
     p = sub.add_parser("train", help="fit a ranker on a dataset and save it with its held-out figures")
     p.add_argument("--data", required=True, help="a dataset directory, e.g. data/nvidia-h100-80gb-hbm3")

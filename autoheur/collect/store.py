@@ -5,6 +5,11 @@ Layout: `dataset.json` (the manifest: the metadata the dataset was started with)
 in the same directory, fsynced, then linked into place without clobbering, so a kill at any moment loses at most the
 problem in flight and can never leave a half-written part or a duplicate. The set of parts is the set of problems done.
 
+Retimes (`autoheur data retime`, runner.retime): a problem may also have one `retime-<problem_id>.parquet`, written the
+same way, holding new measurements of some of its configs (those whose runs disagreed). Parts are never rewritten:
+`read` overlays a problem's retimed rows on its part's rows (same problem and config keys; the retime's metadata may
+differ from the manifest in its timing protocol version only), so the first measurement stays on disk beside the new.
+
 One writer per directory: several machines collect into separate directories and `merge` combines them.
 """
 
@@ -29,6 +34,7 @@ from autoheur.problem import Problem
 
 MANIFEST = "dataset.json"
 PART_RE = re.compile(r"part-([0-9a-f]{16})\.parquet")
+RETIME_RE = re.compile(r"retime-([0-9a-f]{16})\.parquet")
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
 
@@ -89,12 +95,10 @@ class DatasetStore:
 
     def parts(self) -> dict[str, Path]:
         """problem_id -> part file, sorted; temp files are not parts."""
-        out = {}
-        for path in sorted(self.root.iterdir()):
-            m = PART_RE.fullmatch(path.name)
-            if m:
-                out[m.group(1)] = path
-        return out
+        return self._files(PART_RE)
+
+    def _files(self, pattern: re.Pattern) -> dict[str, Path]:
+        return {m.group(1): p for p in sorted(self.root.iterdir()) if (m := pattern.fullmatch(p.name))}
 
     def done_problems(self) -> set[str]:
         """problem_ids whose part is complete: a part exists only once fully written."""
@@ -109,10 +113,47 @@ class DatasetStore:
             raise ValueError(f"table holds problem_ids {sorted(ids)}, expected only {pid} ({problem.name or problem})")
         return self._write_part(pid, _with_metadata(table, self.meta))
 
-    def _write_part(self, pid: str, table: pa.Table) -> Path:
-        final = self.part_path(pid)
+    def retime_path(self, pid: str) -> Path:
+        return self.root / f"retime-{pid}.parquet"
+
+    def retimes(self) -> dict[str, Path]:
+        """problem_id -> retime file, sorted: the problems a retime has finished (possibly with no rows)."""
+        return self._files(RETIME_RE)
+
+    def write_retime(self, problem: Problem, table: pa.Table, meta: Metadata) -> Path:
+        """Write the retimed rows of `problem` (a subset of its part's configs, maybe none) with the retime run's
+        metadata; raises FileExistsError if the problem was already retimed."""
+        pid = problem_id(problem)
+        if pid not in self.parts():
+            raise ValueError(f"problem {pid} ({problem.name or problem}) has no part in {self.root}: nothing to retime")
+        check_retime_metadata(self.meta, meta)
+        validate_table(table, require_metadata=False)
+        ids = set(table.column("problem_id").unique().to_pylist())
+        if ids - {pid}:
+            raise ValueError(f"table holds problem_ids {sorted(ids)}, expected only {pid} ({problem.name or problem})")
+        unknown = set(table.column("config_id").to_pylist()) - set(self.read_part(pid).column("config_id").to_pylist())
+        if unknown:
+            raise ValueError(f"retimed configs {sorted(unknown)} are not in problem {pid}'s part")
+        return self._write_part(pid, _with_metadata(table, meta), self.retime_path(pid))
+
+    def read_retime(self, pid: str) -> pa.Table:
+        """A validated retime file: schema, one problem, configs of its part, metadata differing only in protocol."""
+        path = self.retime_path(pid)
+        table = pq.read_table(path)
+        try:
+            meta = validate_table(table)
+            check_retime_metadata(self.meta, meta)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        if set(table.column("problem_id").unique().to_pylist()) - {pid}:
+            raise ValueError(f"{path} holds rows of another problem than {pid}: delete it and retime again")
+        return table
+
+    def _write_part(self, pid: str, table: pa.Table, final: Path | None = None) -> Path:
+        final = final or self.part_path(pid)
         if final.exists():
-            raise FileExistsError(f"{final} exists: problem {pid} was already collected; rows are never duplicated")
+            what = "retimed" if final.name.startswith("retime-") else "collected"
+            raise FileExistsError(f"{final} exists: problem {pid} was already {what}; rows are never duplicated")
         tmp = self.root / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.parquet"
         try:
             pq.write_table(table, tmp, compression="zstd")
@@ -141,17 +182,44 @@ class DatasetStore:
             raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
         return table
 
-    def read_table(self, columns: list[str] | None = None) -> pa.Table:
+    def read_problem(self, pid: str, retimed: bool = True) -> pa.Table:
+        """A problem's rows: its part, with the rows of its retime (if any, and `retimed`) in place of the part's."""
+        table = self.read_part(pid).replace_schema_metadata(None)
+        if retimed and self.retime_path(pid).exists():
+            new = self.read_retime(pid).replace_schema_metadata(None)
+            if new.num_rows:
+                unknown = set(new.column("config_id").to_pylist()) - set(table.column("config_id").to_pylist())
+                if unknown:
+                    raise ValueError(f"{self.retime_path(pid)} retimes configs its part lacks: {sorted(unknown)[:3]}")
+                kept = table.filter(pc.invert(pc.is_in(table.column("config_id"), value_set=new.column("config_id"))))
+                table = pa.concat_tables([kept, new])
+        return table
+
+    def read_table(self, columns: list[str] | None = None, retimed: bool = True) -> pa.Table:
         unknown = [c for c in columns or [] if c not in COLUMNS]
         if unknown:
             raise ValueError(f"unknown columns {unknown}; the dataset has {list(COLUMNS)}")
-        tables = [self.read_part(pid).replace_schema_metadata(None) for pid in self.parts()]
+        orphans = sorted(set(self.retimes()) - set(self.parts()))
+        if orphans:
+            raise ValueError(f"{self.root} has retime files without a part ({orphans[:3]}): delete them")
+        tables = [self.read_problem(pid, retimed) for pid in self.parts()]
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         return table.select(columns) if columns else table
 
-    def read(self, columns: list[str] | None = None) -> pd.DataFrame:
-        """All parts as one DataFrame, each part validated first."""
-        return self.read_table(columns).to_pandas()
+    def read(self, columns: list[str] | None = None, retimed: bool = True) -> pd.DataFrame:
+        """All parts as one DataFrame, each part validated first; retimed rows in place of the first measurement
+        unless `retimed` is False."""
+        return self.read_table(columns, retimed).to_pandas()
+
+
+def check_retime_metadata(base: Metadata, meta: Metadata) -> None:
+    """A retime must measure what the dataset measured: only the timing protocol version may differ (and not go
+    back to an older one)."""
+    diff = [d for d in base.mismatches(meta) if not d.startswith("timing_version")]
+    if diff:
+        raise ValueError(f"the retime was measured under other conditions than the dataset ({'; '.join(diff)})")
+    if meta.timing_version < base.timing_version:
+        raise ValueError(f"retime protocol v{meta.timing_version} is older than the dataset's v{base.timing_version}")
 
 
 def read_manifest(root: Path) -> Metadata:
@@ -162,7 +230,8 @@ def read_manifest(root: Path) -> Metadata:
 
 
 def merge(sources: list[Path], dest: Path) -> dict:
-    """Copy every part of `sources` into `dest` (created with the first source's metadata, or resumed).
+    """Copy every part (and retime file) of `sources` into `dest` (created with the first source's metadata, or
+    resumed).
 
     Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
     are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
@@ -178,7 +247,7 @@ def merge(sources: list[Path], dest: Path) -> dict:
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
     out = DatasetStore.open(dest, stores[0].meta)
-    copied = skipped = logs = 0
+    copied = skipped = logs = retimes = 0
     for s in stores:
         for pid in s.parts():
             table = s.read_part(pid)
@@ -192,10 +261,22 @@ def merge(sources: list[Path], dest: Path) -> dict:
                 continue
             out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
             copied += 1
+        for pid in s.retimes():
+            table = s.read_retime(pid)
+            if out.retime_path(pid).exists():
+                if not _same_rows(table, out.read_retime(pid)):
+                    raise ValueError(
+                        f"problem {pid} was retimed in {s.root} and in {dest} with different rows: "
+                        f"delete one of the two retime-{pid}.parquet files and merge again"
+                    )
+                continue
+            out._write_part(pid, table, out.retime_path(pid))
+            retimes += 1
         logs += _copy_run_logs(s.root, out.root)
     return {
         "dest": str(dest),
         "copied": copied,
+        "retimes_copied": retimes,
         "duplicates_skipped": skipped,
         "run_logs_copied": logs,
         "problems": len(out.done_problems()),
@@ -238,6 +319,7 @@ def info(root: Path) -> dict:
                 "family": store.meta.family,
                 "rows": len(df),
                 "problems": int(df["problem_id"].nunique()),
+                "retimed_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in store.retimes().values()),
             }
         )
     df = pd.concat(frames, ignore_index=True)
@@ -284,7 +366,8 @@ def format_info(d: dict) -> str:
     lines = [f"{d['rows']} rows, {d['problems']} problems, {d['configs']} configs, devices: {', '.join(d['devices'])}"]
     for ds in d["datasets"]:
         family = "" if ds.get("family", "triton") == "triton" else f" ({ds['family']} family)"
-        lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows")
+        retimed = f" ({ds['retimed_rows']} retimed)" if ds.get("retimed_rows") else ""
+        lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows{retimed}")
     total = max(d["rows"], 1)
     lines.append("status:  " + "  ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in d["status"].items()))
     lines.append("layouts: " + "  ".join(f"{k} {v}" for k, v in d["layouts"].items()))

@@ -30,6 +30,17 @@ def quiet(_msg: str) -> None:
     pass
 
 
+def other_gpu(real, **device):
+    """A stand-in for runner.dataset_metadata that fingerprints another GPU (`device`: fields to change too)."""
+
+    def metadata(index=0, family="triton"):
+        meta = real(index)
+        fp = {**meta.device, "name": "Some Other GPU", **device}
+        return Metadata(fp, meta.space_hash, meta.kernel_hash, timing_version=meta.timing_version)
+
+    return metadata
+
+
 def test_end_to_end_two_problems(tmp_path):
     root = tmp_path / "ds"
     summary = collect(TINY, root, OPTS, log=quiet)
@@ -127,13 +138,7 @@ def test_sigkill_mid_run_loses_nothing_finished_and_duplicates_nothing(tmp_path)
 def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     collect(TINY[:1], root, OPTS, log=quiet)
-    real = runner.dataset_metadata
-
-    def other_gpu(index=0, family="triton"):
-        meta = real(index)
-        return Metadata({**meta.device, "name": "Some Other GPU", "sm_count": 100}, meta.space_hash, meta.kernel_hash)
-
-    monkeypatch.setattr(runner, "dataset_metadata", other_gpu)
+    monkeypatch.setattr(runner, "dataset_metadata", other_gpu(runner.dataset_metadata, sm_count=100))
     with pytest.raises(ValueError, match="not comparable.*--new-dataset"):
         collect(TINY, root, OPTS, log=quiet)
     summary = collect(TINY, root, OPTS, new=True, log=quiet)  # the old one is moved aside, never deleted
@@ -273,3 +278,53 @@ def test_compile_jobs_keep_every_worker_busy():
     sweep = split_jobs(list(range(2182)), workers=16)
     assert max(map(len, sweep)) == 4 and sum(map(len, sweep)) == 2182  # a whole space: chunks of 4
     assert [x for c in sweep for x in c] == list(range(2182))
+
+
+def test_configs_to_retime_picks_ok_rows_whose_runs_disagreed():
+    from autoheur.collect.schema import rows_for
+    from autoheur.kernels.config import KernelConfig
+
+    cfgs = [KernelConfig.from_id(i) for i in IDS]
+    results = [
+        (cfgs[0], "ok", Timing(1.0, 0.30, 3, False)),  # disagreed: retimed
+        (cfgs[1], "ok", Timing(1.0, 0.25, 3, False)),  # at the threshold: kept
+        (cfgs[2], "ok", Timing(3.5, 0.0, 1, True)),  # censored: one run, nothing to disagree
+        (cfgs[3], "compile_error", None),
+    ]
+    part = rows_for(TINY[0], results)
+    assert runner.configs_to_retime(part) == (IDS[0],)
+    assert runner.configs_to_retime(part, spread_above=0.2) == tuple(sorted(IDS[:2]))
+
+
+def test_retime_end_to_end_resumes_and_keeps_the_first_measurement(tmp_path):
+    root = tmp_path / "ds"
+    collect(TINY, root, OPTS, log=quiet)
+    store = DatasetStore.load(root)
+    first = store.read()
+    ok = first[first["status"] == "ok"]
+    # spread_above=-1 retimes every ok config (on the interpreter, which configs disagree is chance)
+    summary = runner.retime(root, CollectOptions(reps=3, workers=1), spread_above=-1.0, log=quiet)
+    assert summary["done"] == 2 and summary["configs"] == len(ok)
+    assert set(store.retimes()) == {problem_id(p) for p in TINY}
+    assert store.read(retimed=False).equals(first)  # the first measurement is still there, untouched
+    now = store.read()
+    assert len(now) == len(first)
+    key = ["problem_id", "config_id"]
+    joined = first.merge(now, on=key, suffixes=("", "_new"))
+    was_ok = joined["status"] == "ok"
+    assert (joined.loc[was_ok, "collected_at_new"] > joined.loc[was_ok, "collected_at"]).all()
+    assert joined.loc[was_ok, "reps_new"].isin([3, 6]).all()  # no abort: every retimed config runs all its reps
+    assert joined.loc[~was_ok].pipe(lambda d: (d["collected_at_new"] == d["collected_at"]).all())
+    for pid in store.retimes():
+        assert DatasetStore.load(root).read_retime(pid).schema.metadata  # the retime run's own metadata
+    again = runner.retime(root, CollectOptions(reps=3, workers=1), spread_above=-1.0, log=quiet)
+    assert again["todo"] == 0 and again["already_done"] == 2
+
+
+def test_retime_refuses_another_device(tmp_path, monkeypatch):
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    monkeypatch.setattr(runner, "dataset_metadata", other_gpu(runner.dataset_metadata))
+    with pytest.raises(ValueError, match="device.name.*retime on the device"):
+        runner.retime(root, CollectOptions(reps=2, workers=1), log=quiet)
+    assert not DatasetStore.load(root).retimes()

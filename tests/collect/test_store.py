@@ -243,3 +243,76 @@ def test_info_counts(tmp_path):
     assert "(inductor family), 1 problems" in format_info(three)
     with pytest.raises(ValueError, match="no dataset"):
         info(tmp_path / "nothing")
+
+
+# -- retime files ------------------------------------------------------------------------------------------------
+
+
+def retimed_table(problem: Problem):
+    return rows_for(problem, [(CONFIGS[0], "ok", Timing(0.08, 0.02, 5, False))], collected_at=WHEN)
+
+
+def test_retime_overlays_the_first_measurement_and_keeps_it(tmp_path):
+    store = fill(tmp_path / "d")
+    newer = make_meta(timing_version=3)
+    pid = problem_id(PROBLEMS[0])
+    before = store.part_path(pid).read_bytes()
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), newer)
+    assert store.part_path(pid).read_bytes() == before  # parts are never rewritten
+    assert set(store.retimes()) == {pid}
+    df = store.read()
+    assert len(df) == 3 * len(CONFIGS)  # replaced in place: no duplicate (problem, config)
+    row = df[(df.problem_id == pid) & (df.config_id == CONFIGS[0].config_id)].iloc[0]
+    assert (row.median_ms, row.reps) == (0.08, 5)
+    first = store.read(retimed=False)
+    row = first[(first.problem_id == pid) & (first.config_id == CONFIGS[0].config_id)].iloc[0]
+    assert (row.median_ms, row.reps) == (0.1, 5) and row.spread == 0.01
+    other = df[df.problem_id != pid].sort_values(["problem_id", "config_id"]).reset_index(drop=True)
+    same = first[first.problem_id != pid].sort_values(["problem_id", "config_id"]).reset_index(drop=True)
+    assert other.equals(same)
+    with pytest.raises(FileExistsError):  # once per problem, like parts
+        store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), newer)
+    assert info(tmp_path / "d")["datasets"][0]["retimed_rows"] == 1
+    assert "(1 retimed)" in format_info(info(tmp_path / "d"))
+
+
+def test_retime_with_no_rows_marks_the_problem_done(tmp_path):
+    store = fill(tmp_path / "d")
+    store.write_retime(PROBLEMS[1], rows_for(PROBLEMS[1], []), make_meta(timing_version=3))
+    assert problem_id(PROBLEMS[1]) in store.retimes()
+    assert store.read().equals(store.read(retimed=False))
+
+
+def test_retime_refusals(tmp_path):
+    store = fill(tmp_path / "d", PROBLEMS[:2])
+    newer = make_meta(timing_version=3)
+    with pytest.raises(ValueError, match="no part"):
+        store.write_retime(PROBLEMS[2], retimed_table(PROBLEMS[2]), newer)
+    with pytest.raises(ValueError, match="expected only"):
+        store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[1]), newer)
+    with pytest.raises(ValueError, match="other conditions.*device.name"):
+        store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(spec=H200, timing_version=3))
+    with pytest.raises(ValueError, match="older"):
+        store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=0))
+    stranger = rows_for(PROBLEMS[0], [(KernelConfig(16, 32, 32, 2, 2), "ok", Timing(0.1, 0.0, 5, False))])
+    with pytest.raises(ValueError, match="not in problem"):
+        store.write_retime(PROBLEMS[0], stranger, newer)
+    assert not store.retimes()
+    # a retime file whose part is gone is refused on read, with what to do
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), newer)
+    store.part_path(problem_id(PROBLEMS[0])).unlink()
+    with pytest.raises(ValueError, match="without a part.*delete"):
+        store.read()
+
+
+def test_merge_copies_retimes(tmp_path):
+    a = fill(tmp_path / "a", PROBLEMS[:2])
+    a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
+    fill(tmp_path / "b", PROBLEMS[1:])
+    out = merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+    assert out["retimes_copied"] == 1 and out["problems"] == 3
+    key = ["problem_id", "config_id"]
+    merged = DatasetStore.load(tmp_path / "m").read().sort_values(key).reset_index(drop=True)
+    mine = a.read().sort_values(key).reset_index(drop=True)
+    assert merged[merged.problem_id.isin(mine.problem_id)].reset_index(drop=True).equals(mine)  # a's retime applies
+    assert merge([tmp_path / "a"], tmp_path / "m")["retimes_copied"] == 0  # identical: skipped
