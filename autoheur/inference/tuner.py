@@ -2,7 +2,8 @@
 
 Modes (environment variable AUTOHEUR_TUNE):
   predicted   (default) the model of this GPU predicts the top AUTOHEUR_TOP_K (default 10) configs; each is compiled
-              and timed on the call's own inputs (the collection's screening protocol, 3 runs); the fastest is cached
+              and timed on the call's own inputs (the collection's screening protocol, 3 runs, aborts confirmed); the
+              fastest is cached
   off         the model's top-1, never timed (no model: the first of the best fixed list)
   exhaustive  every feasible config is timed (minutes on a new shape: the collection's cost, for comparison)
 On a GPU the candidates are first compiled in parallel (AUTOHEUR_COMPILE_WORKERS at a time, default one per
@@ -293,7 +294,9 @@ def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[Kernel
         raise RuntimeError(f"none of the {len(configs)} candidate configs could run this call")
     gpu = call.a.is_cuda and not interpreting()
     timer = Timer(call.a.device) if gpu else WallTimer()
-    timings = timer.screen(fns, reps=3, abort_factor=3.0)
+    timings = timer.screen(
+        fns, reps=3, abort_factor=3.0, confirm_aborts=True
+    )  # one winner is cached: no stall may rule it out
     best = min((t.median_ms, cid) for cid, t in timings.items() if not t.censored)
     return KernelConfig.from_id(best[1]), best[0]
 

@@ -328,3 +328,17 @@ def test_retime_refuses_another_device(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="device.name.*retime on the device"):
         runner.retime(root, CollectOptions(reps=2, workers=1), log=quiet)
     assert not DatasetStore.load(root).retimes()
+
+
+def test_screen_confirms_aborts_when_asked():
+    """A stall during the one run of round 1 must not rule a fast config out when aborts are confirmed."""
+    times = {"stalled": [9.0, 0.9, 0.95, 0.9], "fast": [1.0, 1.0, 1.0], "hopeless": [5.0, 4.0]}
+    t = FixedTimes({k: list(v) for k, v in times.items()})
+    out = t.screen(dict.fromkeys(t.times, lambda: None), reps=3, abort_factor=3.0, confirm_aborts=True)
+    assert not out["stalled"].censored and out["stalled"].reps == 3  # the stalled run is dropped
+    assert out["stalled"].median_ms == pytest.approx(0.9)
+    assert out["hopeless"] == Timing(4.0, 0.0, 2, True)  # slow twice: censored, the faster run as its bound
+    assert ("hopeless", 2) not in t.calls
+    unconfirmed = FixedTimes({k: list(v) for k, v in times.items()})
+    out = unconfirmed.screen(dict.fromkeys(times, lambda: None), reps=3, abort_factor=3.0)
+    assert out["stalled"] == Timing(9.0, 0.0, 1, True)  # the collection protocol (v3): censored after one run
