@@ -390,7 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=cmd_data_merge)
     d = dsub.add_parser("retime", help="measure again the configs whose runs disagreed (GPU; resumable)")
     d.add_argument("path", help="a dataset directory")
-    d.add_argument("--spread-above", type=float, default=0.25, help="retime ok configs whose spread exceeds this")
+    d.add_argument(
+        "--spread-above", type=float, default=0.25, help="retime ok configs whose spread exceeds this (round 3's rule)"
+    )
     d.add_argument("--reps", type=int, default=5, help="timed runs per config")
     d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")

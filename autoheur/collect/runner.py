@@ -45,7 +45,7 @@ from autoheur.collect.schema import (
     rows_for,
 )
 from autoheur.collect.store import DatasetStore, check_retime_metadata
-from autoheur.collect.timing import Timer, Timing, WallTimer
+from autoheur.collect.timing import RETIME_SPREAD, Timer, Timing, WallTimer
 from autoheur.device import H100_SXM, DeviceSpec
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
 from autoheur.kernels.validate import interpreting
@@ -550,8 +550,6 @@ def collect(
 
 
 # -- retiming ---------------------------------------------------------------------------------------------------------
-
-RETIME_SPREAD = 0.25  # the protocol's own threshold (timing.Timer.screen's retime_spread): runs that disagree
 
 
 def configs_to_retime(part: pa.Table, spread_above: float = RETIME_SPREAD) -> tuple[str, ...]:

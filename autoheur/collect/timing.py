@@ -37,6 +37,7 @@ import torch
 
 MIN_FLUSH_BYTES = 64 << 20
 TIMING_VERSION = 3
+RETIME_SPREAD = 0.25  # round 3's threshold: runs whose spread (IQR over median) is above this disagree
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,7 @@ class _Protocol:
         fns: dict[str, Callable[[], object]],
         reps: int = 5,
         abort_factor: float = 3.0,
-        retime_spread: float = 0.25,
+        retime_spread: float = RETIME_SPREAD,
         confirm_aborts: bool = False,
     ) -> dict[str, Timing]:
         """Time every warm callable in `fns`; see the module docstring for the protocol."""
