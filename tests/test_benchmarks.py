@@ -1,0 +1,67 @@
+"""The test-retest benchmark's scoring (benchmarks/retest.py): its figures are only as good as these helpers."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def retest():
+    spec = importlib.util.spec_from_file_location("retest_benchmark", ROOT / "benchmarks" / "retest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def frame(times: dict[str, list[float]], statuses: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    rows = []
+    for pid, ts in times.items():
+        for i, t in enumerate(ts):
+            status = (statuses or {}).get(pid, ["ok"] * len(ts))[i]
+            rows.append({"problem_id": pid, "config_id": f"c{i}", "median_ms": t, "status": status})
+    return pd.DataFrame(rows)
+
+
+def test_a_measurement_ranks_itself_perfectly(retest):
+    a = frame({"p": [3.0, 1.0, 2.0], "q": [1.0, 5.0, 1.5]})
+    pp = retest.score_on(retest.as_scores(a), a)
+    assert (pp["eff_top1"] == 1.0).all() and pp["oracle_in_top10"].all()
+
+
+def test_one_measurement_scored_on_another(retest):
+    a = frame({"p": [1.00, 1.05, 2.0]})
+    b = frame({"p": [1.10, 1.00, 2.0]})  # b's best is a's second: top-1 efficiency 1 / 1.05 on a
+    pp = retest.score_on(retest.as_scores(b), a)
+    assert pp.loc["p", "eff_top1"] == pytest.approx(1 / 1.05)
+    assert pp.loc["p", "eff_best10"] == 1.0 and pp.loc["p", "oracle_in_top10"]
+
+
+def test_censored_and_failed_configs_rank_last(retest):
+    b = frame({"p": [9.0, 1.0, 0.5]}, {"p": ["ok", "censored", "compile_error"]})
+    s = retest.as_scores(b).set_index("config_id")["score"]
+    assert s["c0"] > s["c1"] > s["c2"] == -np.inf  # an ok 9 ms beats a censored lower bound beats a failure
+
+
+def test_pooled_is_the_geometric_mean_and_keeps_censoring(retest):
+    a = frame({"p": [1.0, 4.0, 2.0]}, {"p": ["ok", "ok", "wrong"]})
+    b = frame({"p": [4.0, 9.0, 2.0]}, {"p": ["ok", "censored", "ok"]})
+    ab = retest.pooled(a, b).set_index("config_id")
+    assert ab.loc["c0", "median_ms"] == pytest.approx(2.0) and ab.loc["c0", "status"] == "ok"
+    assert ab.loc["c1", "median_ms"] == pytest.approx(6.0) and ab.loc["c1", "status"] == "censored"
+    assert ab.loc["c2", "status"] == "wrong"  # a failure in A stays one
+
+
+def test_agreement(retest):
+    a = frame({"p": [1.0, 2.0, 3.0]})
+    b = frame({"p": [1.0, 3.1, 2.9]})
+    g = retest.agreement(a, b).iloc[0]
+    assert g["same_oracle"] and g["tau_ab"] == pytest.approx(1 / 3)  # one discordant pair of three
+    assert g["top10_abs_log_ratio"] == pytest.approx(abs(math.log(2.9 / 3.0)))  # the median of 0, 0.44 and 0.034
