@@ -607,8 +607,9 @@ def retime(
     ropts = replace(opts, config_ids=union, abort_factor=math.inf)
     spec = device_spec(0)
     with_configs = [p for p, ids in todo if ids]
+    t_c = time.time()
     compiled = precompile_all(with_configs, spec, ropts, log) if with_configs else {}
-    summary["precompile_s"] = time.time() - t0
+    summary["precompile_s"] = time.time() - t_c
 
     gpu = torch.cuda.is_available() and not interpreting()
     device = torch.device("cuda", 0) if gpu else torch.device("cpu")

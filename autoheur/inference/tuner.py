@@ -294,9 +294,8 @@ def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[Kernel
         raise RuntimeError(f"none of the {len(configs)} candidate configs could run this call")
     gpu = call.a.is_cuda and not interpreting()
     timer = Timer(call.a.device) if gpu else WallTimer()
-    timings = timer.screen(
-        fns, reps=3, abort_factor=3.0, confirm_aborts=True
-    )  # one winner is cached: no stall may rule it out
+    # The one winner is cached for good, so an abort is confirmed: a stall during one run cannot rule the best out.
+    timings = timer.screen(fns, reps=3, abort_factor=3.0, confirm_aborts=True)
     best = min((t.median_ms, cid) for cid, t in timings.items() if not t.censored)
     return KernelConfig.from_id(best[1]), best[0]
 
