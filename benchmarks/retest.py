@@ -14,6 +14,8 @@ of efficiency, mean of oracle-in-top-10):
                the less noisy estimate). The fixed list baseline likewise.
   agreement    per problem: Kendall tau between A's and B's times over the configs both timed ok; the median
                |log(B/A)| over A's 10 fastest configs; whether A's oracle is B's oracle.
+  by oracle    oracle in the top 10 of each ranking scored on A and on B, by the scored problem's oracle time
+               (under 0.02 ms, 0.02-0.1 ms, from 0.1 ms): [fraction, problems].
 
 Example:
   python benchmarks/retest.py --a data/nvidia-h100-80gb-hbm3 --b data/retest-nvidia-h100-80gb-hbm3 \
@@ -41,6 +43,8 @@ from autoheur.models.metrics import evaluate, kendall_tau_b, summarize  # noqa: 
 from autoheur.models.rankers import family_params  # noqa: E402
 
 KEY = ["problem_id", "config_id"]
+BUCKETS_MS = [0, 0.02, 0.1, math.inf]
+BUCKET_NAMES = ["<0.02ms", "0.02-0.1ms", ">=0.1ms"]
 
 
 def pooled(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -163,6 +167,18 @@ def main() -> int:
         ),
         "same_oracle_frac": round(float(agree["same_oracle"].mean()), 3),
         "problems_oracle_under_0.02ms": int(small.sum()),
+    }
+
+    # Oracle in the top 10 by the oracle's time (A's): where the ceiling is lowest.
+    rows = pd.concat(per_problem, ignore_index=True)
+    rows["bucket"] = pd.cut(rows["oracle_ms"], BUCKETS_MS, labels=BUCKET_NAMES).astype(str)
+    rows = rows[rows["target"].isin(["A", "B"])]
+    by = rows.groupby(["kind", "name", "target", "bucket"])["oracle_in_top10"].agg(["mean", "size"])
+    results["oracle_in_top10_by_oracle_ms"] = {
+        f"{kind}/{name} on {target}": {
+            b: [round(float(r["mean"]), 3), int(r["size"])] for b, r in g.droplevel([0, 1, 2]).iterrows()
+        }
+        for (kind, name, target), g in by.groupby(level=[0, 1, 2])
     }
 
     print(json.dumps(results, indent=1))
