@@ -145,6 +145,22 @@ def cmd_data_retime(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data_refine(args: argparse.Namespace) -> int:
+    from autoheur.collect.runner import REFINE_REPS, REFINE_TOP, REFINE_WITHIN, CollectOptions, refine
+
+    reps = REFINE_REPS if args.reps is None else args.reps
+    within = REFINE_WITHIN if args.within is None else args.within
+    top = REFINE_TOP if args.top is None else args.top
+    try:
+        opts = CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
+        summary = refine(Path(args.path), opts, within=within, top=top)
+    except ValueError as exc:
+        print(f"autoheur data refine: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from autoheur.models.train import train
 
@@ -398,6 +414,16 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
     d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
     d.set_defaults(fn=cmd_data_retime)
+    d = dsub.add_parser("refine", help="measure each problem's near-best configs again, precisely (GPU; resumable)")
+    d.add_argument("path", help="a dataset directory")
+    # defaults in runner.REFINE_*, not imported here (it imports torch); tests/collect/test_runner.py checks the help
+    d.add_argument("--within", type=float, help="ok configs within this factor of the best (default 1.15)")
+    d.add_argument("--top", type=int, help="at most this many per problem, fastest first (default 48)")
+    d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 20)")
+    d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
+    d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
+    d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+    d.set_defaults(fn=cmd_data_refine)
 
     p = sub.add_parser("train", help="fit a ranker on a dataset and save it with its held-out figures")
     p.add_argument("--data", required=True, help="a dataset directory, e.g. data/nvidia-h100-80gb-hbm3")

@@ -5,10 +5,12 @@ Layout: `dataset.json` (the manifest: the metadata the dataset was started with)
 in the same directory, fsynced, then linked into place without clobbering, so a kill at any moment loses at most the
 problem in flight and can never leave a half-written part or a duplicate. The set of parts is the set of problems done.
 
-Retimes (`autoheur data retime`, runner.retime): a problem may also have one `retime-<problem_id>.parquet`, written the
-same way, holding new measurements of some of its configs (those whose runs disagreed). Parts are never rewritten:
-`read` overlays a problem's retimed rows on its part's rows (same problem and config keys; the retime's metadata may
-differ from the manifest in its timing protocol version only), so the first measurement stays on disk beside the new.
+Retimes: a problem may also have new measurements of some of its configs, in one file per kind of pass, written the
+same way: `retime-<problem_id>.parquet` (`autoheur data retime`: the configs whose runs disagreed) and
+`refine-<problem_id>.parquet` (`autoheur data refine`: the near-best configs, to a tighter precision). Parts are never
+rewritten: `read` overlays a problem's retimed rows on its part's rows, the kinds in the order of `RETIME_KINDS`
+(same problem and config keys; a retime's metadata may differ from the manifest in its timing protocol version
+only), so the first measurement stays on disk beside the new ones.
 
 One writer per directory: several machines collect into separate directories and `merge` combines them.
 """
@@ -20,6 +22,7 @@ import os
 import re
 import secrets
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,7 +37,8 @@ from autoheur.problem import Problem
 
 MANIFEST = "dataset.json"
 PART_RE = re.compile(r"part-([0-9a-f]{16})\.parquet")
-RETIME_RE = re.compile(r"retime-([0-9a-f]{16})\.parquet")
+RETIME_KINDS = ("retime", "refine")  # the passes that measure some configs of a problem again, in the order of reads
+RETIME_RES = {kind: re.compile(rf"{kind}-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
 
@@ -113,16 +117,16 @@ class DatasetStore:
             raise ValueError(f"table holds problem_ids {sorted(ids)}, expected only {pid} ({problem.name or problem})")
         return self._write_part(pid, _with_metadata(table, self.meta))
 
-    def retime_path(self, pid: str) -> Path:
-        return self.root / f"retime-{pid}.parquet"
+    def retime_path(self, pid: str, kind: str = "retime") -> Path:
+        return self.root / f"{_kind(kind)}-{pid}.parquet"
 
-    def retimes(self) -> dict[str, Path]:
-        """problem_id -> retime file, sorted: the problems a retime has finished (possibly with no rows)."""
-        return self._files(RETIME_RE)
+    def retimes(self, kind: str = "retime") -> dict[str, Path]:
+        """problem_id -> retime file of `kind`, sorted: the problems that pass has finished (possibly with no rows)."""
+        return self._files(RETIME_RES[_kind(kind)])
 
-    def write_retime(self, problem: Problem, table: pa.Table, meta: Metadata) -> Path:
+    def write_retime(self, problem: Problem, table: pa.Table, meta: Metadata, kind: str = "retime") -> Path:
         """Write the retimed rows of `problem` (a subset of its part's configs, maybe none) with the retime run's
-        metadata; raises FileExistsError if the problem was already retimed."""
+        metadata; raises FileExistsError if the problem already had this kind of pass."""
         pid = problem_id(problem)
         if pid not in self.parts():
             raise ValueError(f"problem {pid} ({problem.name or problem}) has no part in {self.root}: nothing to retime")
@@ -134,11 +138,11 @@ class DatasetStore:
         unknown = set(table.column("config_id").to_pylist()) - set(self.read_part(pid).column("config_id").to_pylist())
         if unknown:
             raise ValueError(f"retimed configs {sorted(unknown)} are not in problem {pid}'s part")
-        return self._write_part(pid, _with_metadata(table, meta), self.retime_path(pid))
+        return self._write_part(pid, _with_metadata(table, meta), self.retime_path(pid, kind))
 
-    def read_retime(self, pid: str) -> pa.Table:
+    def read_retime(self, pid: str, kind: str = "retime") -> pa.Table:
         """A validated retime file: schema, one problem, configs of its part, metadata differing only in protocol."""
-        path = self.retime_path(pid)
+        path = self.retime_path(pid, kind)
         table = pq.read_table(path)
         try:
             meta = validate_table(table)
@@ -152,7 +156,7 @@ class DatasetStore:
     def _write_part(self, pid: str, table: pa.Table, final: Path | None = None) -> Path:
         final = final or self.part_path(pid)
         if final.exists():
-            what = "retimed" if final.name.startswith("retime-") else "collected"
+            what = next((f"given a {k} pass" for k in RETIME_KINDS if final.name.startswith(f"{k}-")), "collected")
             raise FileExistsError(f"{final} exists: problem {pid} was already {what}; rows are never duplicated")
         tmp = self.root / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.parquet"
         try:
@@ -182,34 +186,55 @@ class DatasetStore:
             raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
         return table
 
-    def read_problem(self, pid: str, retimed: bool = True) -> pa.Table:
-        """A problem's rows: its part, with the rows of its retime (if any, and `retimed`) in place of the part's."""
+    def read_problem(self, pid: str, retimed: bool | Sequence[str] = True) -> pa.Table:
+        """A problem's rows: its part, with the rows of its retime files in place of the part's, kind after kind.
+
+        `retimed`: True applies every kind (`RETIME_KINDS`), False none, or a list names the kinds to apply.
+        """
         table = self.read_part(pid).replace_schema_metadata(None)
-        if retimed and self.retime_path(pid).exists():
-            new = self.read_retime(pid).replace_schema_metadata(None)
+        for kind in _kinds(retimed):
+            if not self.retime_path(pid, kind).exists():
+                continue
+            new = self.read_retime(pid, kind).replace_schema_metadata(None)
             if new.num_rows:
                 unknown = set(new.column("config_id").to_pylist()) - set(table.column("config_id").to_pylist())
                 if unknown:
-                    raise ValueError(f"{self.retime_path(pid)} retimes configs its part lacks: {sorted(unknown)[:3]}")
+                    path = self.retime_path(pid, kind)
+                    raise ValueError(f"{path} retimes configs its part lacks: {sorted(unknown)[:3]}")
                 kept = table.filter(pc.invert(pc.is_in(table.column("config_id"), value_set=new.column("config_id"))))
                 table = pa.concat_tables([kept, new])
         return table
 
-    def read_table(self, columns: list[str] | None = None, retimed: bool = True) -> pa.Table:
+    def read_table(self, columns: list[str] | None = None, retimed: bool | Sequence[str] = True) -> pa.Table:
         unknown = [c for c in columns or [] if c not in COLUMNS]
         if unknown:
             raise ValueError(f"unknown columns {unknown}; the dataset has {list(COLUMNS)}")
-        orphans = sorted(set(self.retimes()) - set(self.parts()))
-        if orphans:
-            raise ValueError(f"{self.root} has retime files without a part ({orphans[:3]}): delete them")
+        for kind in RETIME_KINDS:
+            orphans = sorted(set(self.retimes(kind)) - set(self.parts()))
+            if orphans:
+                raise ValueError(f"{self.root} has {kind} files without a part ({orphans[:3]}): delete them")
         tables = [self.read_problem(pid, retimed) for pid in self.parts()]
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         return table.select(columns) if columns else table
 
-    def read(self, columns: list[str] | None = None, retimed: bool = True) -> pd.DataFrame:
+    def read(self, columns: list[str] | None = None, retimed: bool | Sequence[str] = True) -> pd.DataFrame:
         """All parts as one DataFrame, each part validated first; retimed rows in place of the first measurement
-        unless `retimed` is False."""
+        (see `read_problem` for `retimed`)."""
         return self.read_table(columns, retimed).to_pandas()
+
+
+def _kind(kind: str) -> str:
+    if kind not in RETIME_KINDS:
+        raise ValueError(f"unknown retime kind {kind!r}; the kinds are {RETIME_KINDS}")
+    return kind
+
+
+def _kinds(retimed: bool | Sequence[str]) -> tuple[str, ...]:
+    """The retime kinds a read applies, in `RETIME_KINDS` order."""
+    if isinstance(retimed, bool):
+        return RETIME_KINDS if retimed else ()
+    wanted = {_kind(k) for k in retimed}
+    return tuple(k for k in RETIME_KINDS if k in wanted)
 
 
 def check_retime_metadata(base: Metadata, meta: Metadata) -> None:
@@ -230,8 +255,8 @@ def read_manifest(root: Path) -> Metadata:
 
 
 def merge(sources: list[Path], dest: Path) -> dict:
-    """Copy every part (and retime file) of `sources` into `dest` (created with the first source's metadata, or
-    resumed).
+    """Copy every part (and retime file, of every kind) of `sources` into `dest` (created with the first source's
+    metadata, or resumed).
 
     Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
     are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
@@ -247,7 +272,8 @@ def merge(sources: list[Path], dest: Path) -> dict:
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
     out = DatasetStore.open(dest, stores[0].meta)
-    copied = skipped = logs = retimes = 0
+    copied = skipped = logs = 0
+    retimes = dict.fromkeys(RETIME_KINDS, 0)
     for s in stores:
         for pid in s.parts():
             table = s.read_part(pid)
@@ -261,22 +287,24 @@ def merge(sources: list[Path], dest: Path) -> dict:
                 continue
             out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
             copied += 1
-        for pid in s.retimes():
-            table = s.read_retime(pid)
-            if out.retime_path(pid).exists():
-                if not _same_rows(table, out.read_retime(pid)):
-                    raise ValueError(
-                        f"problem {pid} was retimed in {s.root} and in {dest} with different rows: "
-                        f"delete one of the two retime-{pid}.parquet files and merge again"
-                    )
-                continue
-            out._write_part(pid, table, out.retime_path(pid))
-            retimes += 1
+        for kind in RETIME_KINDS:
+            for pid in s.retimes(kind):
+                table = s.read_retime(pid, kind)
+                if out.retime_path(pid, kind).exists():
+                    if not _same_rows(table, out.read_retime(pid, kind)):
+                        raise ValueError(
+                            f"problem {pid} had a {kind} pass in {s.root} and in {dest} with different rows: "
+                            f"delete one of the two {kind}-{pid}.parquet files and merge again"
+                        )
+                    continue
+                out._write_part(pid, table, out.retime_path(pid, kind))
+                retimes[kind] += 1
         logs += _copy_run_logs(s.root, out.root)
     return {
         "dest": str(dest),
         "copied": copied,
-        "retimes_copied": retimes,
+        "retimes_copied": retimes["retime"],
+        "refines_copied": retimes["refine"],
         "duplicates_skipped": skipped,
         "run_logs_copied": logs,
         "problems": len(out.done_problems()),
@@ -320,6 +348,7 @@ def info(root: Path) -> dict:
                 "rows": len(df),
                 "problems": int(df["problem_id"].nunique()),
                 "retimed_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in store.retimes().values()),
+                "refined_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in store.retimes("refine").values()),
             }
         )
     df = pd.concat(frames, ignore_index=True)
@@ -366,7 +395,8 @@ def format_info(d: dict) -> str:
     lines = [f"{d['rows']} rows, {d['problems']} problems, {d['configs']} configs, devices: {', '.join(d['devices'])}"]
     for ds in d["datasets"]:
         family = "" if ds.get("family", "triton") == "triton" else f" ({ds['family']} family)"
-        retimed = f" ({ds['retimed_rows']} retimed)" if ds.get("retimed_rows") else ""
+        again = [f"{ds[f'{k}d_rows']} {k}d" for k in RETIME_KINDS if ds.get(f"{k}d_rows")]
+        retimed = f" ({', '.join(again)})" if again else ""
         lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows{retimed}")
     total = max(d["rows"], 1)
     lines.append("status:  " + "  ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in d["status"].items()))

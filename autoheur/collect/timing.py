@@ -15,6 +15,12 @@ Protocol (`Timer.screen`), for callables that are already warm (loaded and run o
            rules a fast config out for good. The run-time tuner, which caches its one winner, confirms: the H100
            retest found blocks of configs censored in one collection and within 10% of the best in the other.
 
+`Timer.rounds` is the refinement protocol (`autoheur data refine`, runner.refine): every config runs once per round,
+in a fresh shuffled order each round, for `reps` rounds, with no abort; its figure is the median of its runs. It
+measures a problem's near-best configs again to a tighter precision, interleaved so that a slow drift of the clocks
+falls on all of them alike: the minimum of a screen's noisy figures is biased low (the configs that win a noisy
+screen are partly the ones that drew fast runs), and that bias decides which config is the oracle.
+
 On the GPU each run is preceded by an L2 flush (a memset of twice the L2 size, outside the timed region) and
 bracketed by CUDA events. Runs are enqueued in batches behind a GPU sleep long enough for the host to enqueue the
 whole batch: the events then time the kernel on the GPU, never the host's launch overhead (tens of microseconds for a
@@ -28,6 +34,7 @@ about 0.1 ms; version 2 had no round 3.
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -90,6 +97,20 @@ class _Protocol:
             runs[n].extend(extra)
         kept = set(keep)
         return {n: summarize(runs[n]) if n in kept else Timing(min(runs[n]), 0.0, len(runs[n]), True) for n in names}
+
+    def rounds(self, fns: dict[str, Callable[[], object]], reps: int = 20, seed: int = 0) -> dict[str, Timing]:
+        """Time every warm callable `reps` times, one run each per round, in a new seeded order every round."""
+        if reps < 1:
+            raise ValueError(f"reps={reps} must be >= 1")
+        names = list(fns)
+        runs: dict[str, list[float]] = {n: [] for n in names}
+        rng = random.Random(seed)
+        for _ in range(reps):
+            order = names[:]
+            rng.shuffle(order)
+            for n, t in self._times(fns, order, 1).items():
+                runs[n].extend(t)
+        return {n: summarize(runs[n]) for n in names}
 
 
 class Timer(_Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -328,6 +329,89 @@ def test_retime_refuses_another_device(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="device.name.*retime on the device"):
         runner.retime(root, CollectOptions(reps=2, workers=1), log=quiet)
     assert not DatasetStore.load(root).retimes()
+
+
+def test_rounds_time_every_config_once_per_round_in_a_new_order():
+    """The refine protocol: interleaved rounds, no abort, no round 3; the order is seeded."""
+    times = {"a": [1.0, 1.1, 0.9, 1.0], "b": [9.0, 9.2, 8.8, 9.0], "c": [2.0, 6.0, 6.0, 2.0]}
+    t = FixedTimes(times)
+    out = t.rounds(dict.fromkeys(times, lambda: None), reps=4, seed=3)
+    assert all(runs == 1 for _, runs in t.calls)  # one run per config per round: interleaved
+    order = [name for name, _ in t.calls]
+    rounds = [order[i : i + 3] for i in range(0, 12, 3)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # the order changes between rounds
+    assert out["a"].median_ms == pytest.approx(1.0) and out["a"].reps == 4
+    assert not out["b"].censored and out["b"].reps == 4  # 9x the best: still timed in full, never censored
+    assert out["c"].median_ms == pytest.approx(4.0) and out["c"].reps == 4  # disagreeing runs: no extra round
+    again = FixedTimes(times)
+    again.rounds(dict.fromkeys(times, lambda: None), reps=4, seed=3)
+    assert again.calls == t.calls  # seeded
+    with pytest.raises(ValueError, match="reps"):
+        t.rounds({"a": lambda: None}, reps=0)
+
+
+def test_configs_to_refine_picks_the_near_best_ok_rows():
+    from autoheur.collect.schema import rows_for
+    from autoheur.kernels.config import KernelConfig
+
+    ids = [*IDS, "m32n32k32s2w2g1-ptr", "m16n32k32s2w2g1-ptr"]
+    cfgs = [KernelConfig.from_id(i) for i in ids]
+    results = [
+        (cfgs[0], "ok", Timing(1.10, 0.01, 5, False)),
+        (cfgs[1], "ok", Timing(1.00, 0.01, 5, False)),  # the best
+        (cfgs[2], "ok", Timing(1.20, 0.01, 5, False)),  # beyond 1.15x
+        (cfgs[3], "censored", Timing(0.50, 0.0, 1, True)),  # a lower bound, not a figure: neither best nor picked
+        (cfgs[4], "compile_error", None),
+        (cfgs[5], "ok", Timing(1.15, 0.01, 5, False)),  # at the limit: picked
+    ]
+    rows = rows_for(TINY[0], results)
+    assert runner.configs_to_refine(rows, within=1.15, top=48) == tuple(sorted([ids[0], ids[1], ids[5]]))
+    assert runner.configs_to_refine(rows, within=1.15, top=2) == tuple(sorted([ids[0], ids[1]]))  # the fastest two
+    assert runner.configs_to_refine(rows, within=1.0, top=48) == (ids[1],)
+    assert runner.configs_to_refine(rows_for(TINY[0], [(cfgs[4], "wrong", None)])) == ()
+    for bad in ({"within": 0.9}, {"top": 0}):
+        with pytest.raises(ValueError, match="within"):
+            runner.configs_to_refine(rows, **bad)
+
+
+def test_refine_end_to_end_after_a_retime(tmp_path):
+    """Refine reads the rows as retimed, times its picks in `reps` rounds each and overlays them; resumable."""
+    root = tmp_path / "ds"
+    collect(TINY, root, OPTS, log=quiet)
+    runner.retime(root, CollectOptions(reps=3, workers=1), spread_above=-1.0, log=quiet)
+    store = DatasetStore.load(root)
+    retimed = store.read()
+    summary = runner.refine(root, CollectOptions(reps=4, workers=1), within=1e9, top=2, log=quiet)
+    assert summary["kind"] == "refine" and summary["done"] == 2
+    picks = {pid: set(runner.configs_to_refine(store.read_problem(pid, retimed=["retime"]), 1e9, 2)) for pid in
+             store.parts()}  # fmt: skip
+    assert summary["configs"] == sum(map(len, picks.values())) == 4
+    assert store.read(retimed=["retime"]).equals(retimed)  # the earlier passes stay on disk, untouched
+    now = store.read()
+    assert len(now) == len(retimed)
+    joined = retimed.merge(now, on=["problem_id", "config_id"], suffixes=("", "_new"))
+    picked = joined.apply(lambda r: r.config_id in picks[r.problem_id], axis=1)
+    assert (joined.loc[picked, "reps_new"] == 4).all()  # every round, no abort, no round 3
+    assert (joined.loc[picked, "status_new"] == "ok").all()
+    assert (joined.loc[~picked, "collected_at_new"] == joined.loc[~picked, "collected_at"]).all()
+    log = next((root / "runs").glob("*-refine.jsonl")).read_text().splitlines()
+    assert len(log) == 2 and all(json.loads(line)["kind"] == "refine" for line in log)
+    again = runner.refine(root, CollectOptions(reps=4, workers=1), log=quiet)
+    assert again["todo"] == 0 and again["already_done"] == 2
+    with pytest.raises(ValueError, match="within"):
+        runner.refine(root, CollectOptions(reps=4, workers=1), within=0.5, log=quiet)
+
+
+def test_refine_cli_defaults_are_the_runners(capsys):
+    """The CLI does not import the runner to build its parser; its help must state the runner's defaults."""
+    from autoheur.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["data", "refine", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for default in (runner.REFINE_WITHIN, runner.REFINE_TOP, runner.REFINE_REPS):
+        assert f"(default {default})" in help_text
 
 
 def test_screen_confirms_aborts_when_asked():

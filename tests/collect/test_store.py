@@ -305,14 +305,53 @@ def test_retime_refusals(tmp_path):
         store.read()
 
 
+def test_refine_overlays_after_the_retime(tmp_path):
+    """Two kinds of pass on one config: reads apply the retime, then the refine; each kind can be read alone."""
+    store = fill(tmp_path / "d")
+    newer = make_meta(timing_version=3)
+    pid, cid = problem_id(PROBLEMS[0]), CONFIGS[0].config_id
+    refined = rows_for(PROBLEMS[0], [(CONFIGS[0], "ok", Timing(0.09, 0.004, 20, False))], collected_at=WHEN)
+    store.write_retime(PROBLEMS[0], refined, newer, kind="refine")  # written first: the order of reads is fixed
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), newer)
+    assert set(store.retimes("refine")) == set(store.retimes()) == {pid}
+
+    def figure(**read):
+        df = store.read(**read)
+        assert len(df) == 3 * len(CONFIGS)
+        row = df[(df.problem_id == pid) & (df.config_id == cid)].iloc[0]
+        return row.median_ms, row.reps
+
+    assert figure() == (0.09, 20)
+    assert figure(retimed=["retime"]) == (0.08, 5)
+    assert figure(retimed=["refine"]) == (0.09, 20)
+    assert figure(retimed=False) == (0.1, 5)
+    both = store.read_problem(pid, retimed=["refine", "retime"]).to_pandas()  # to pandas: NaN equals NaN
+    assert both.equals(store.read_problem(pid).to_pandas())
+    with pytest.raises(FileExistsError, match="refine pass"):
+        store.write_retime(PROBLEMS[0], refined, newer, kind="refine")
+    with pytest.raises(ValueError, match="unknown retime kind"):
+        store.read(retimed=["polish"])
+    with pytest.raises(ValueError, match="unknown retime kind"):
+        store.retimes("polish")
+    d = info(tmp_path / "d")["datasets"][0]
+    assert (d["retimed_rows"], d["refined_rows"]) == (1, 1)
+    assert "(1 retimed, 1 refined)" in format_info(info(tmp_path / "d"))
+    store.part_path(pid).unlink()  # a refine file without its part is refused like a retime's
+    store.retime_path(pid).unlink()
+    with pytest.raises(ValueError, match="refine files without a part"):
+        store.read()
+
+
 def test_merge_copies_retimes(tmp_path):
     a = fill(tmp_path / "a", PROBLEMS[:2])
     a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="refine")
     fill(tmp_path / "b", PROBLEMS[1:])
     out = merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
-    assert out["retimes_copied"] == 1 and out["problems"] == 3
+    assert out["retimes_copied"] == 1 and out["refines_copied"] == 1 and out["problems"] == 3
     key = ["problem_id", "config_id"]
     merged = DatasetStore.load(tmp_path / "m").read().sort_values(key).reset_index(drop=True)
     mine = a.read().sort_values(key).reset_index(drop=True)
     assert merged[merged.problem_id.isin(mine.problem_id)].reset_index(drop=True).equals(mine)  # a's retime applies
-    assert merge([tmp_path / "a"], tmp_path / "m")["retimes_copied"] == 0  # identical: skipped
+    again = merge([tmp_path / "a"], tmp_path / "m")
+    assert again["retimes_copied"] == again["refines_copied"] == 0  # identical: skipped
