@@ -161,6 +161,19 @@ def cmd_data_refine(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data_pack(args: argparse.Namespace) -> int:
+    from autoheur.collect.store import RETIME_KINDS, DatasetStore
+
+    try:
+        store = DatasetStore.load(Path(args.path))
+        moved = {kind: store.pack(kind) for kind in RETIME_KINDS}
+    except ValueError as exc:
+        print(f"autoheur data pack: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"root": args.path, "packed": moved}, indent=2))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from autoheur.models.train import train
 
@@ -424,6 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
     d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
     d.set_defaults(fn=cmd_data_refine)
+    d = dsub.add_parser("pack", help="move the per-problem files of finished retime/refine passes into pack files")
+    d.add_argument("path", help="a dataset directory")
+    d.set_defaults(fn=cmd_data_pack)
 
     p = sub.add_parser("train", help="fit a ranker on a dataset and save it with its held-out figures")
     p.add_argument("--data", required=True, help="a dataset directory, e.g. data/nvidia-h100-80gb-hbm3")

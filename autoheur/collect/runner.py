@@ -674,6 +674,7 @@ def _remeasure(
     log(f"dataset {root}: {len(done)} problems already done; this {kind}: {n_configs} configs {what} in {len(todo)}")
     summary = {"root": str(root), "kind": kind, "todo": len(todo), "already_done": len(done), "done": 0, "configs": 0}
     if not todo:
+        summary["packed"] = store.pack(kind)  # what a run killed before its end left unpacked
         return summary
     ropts = replace(opts, abort_factor=math.inf)
     spec = device_spec(0)
@@ -714,5 +715,6 @@ def _remeasure(
         summary["done"] += 1
         summary["configs"] += len(ids)
         progress.update(record)
+    summary["packed"] = store.pack(kind)  # the problems' files of this pass, and of earlier runs of it, into one
     summary["wall_s"] = time.time() - t0
     return summary

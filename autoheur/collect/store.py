@@ -17,6 +17,7 @@ One writer per directory: several machines collect into separate directories and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,7 +32,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from autoheur.collect.schema import COLUMNS, SCHEMA, STATUSES, Metadata, problem_from_row, problem_id, validate_table
+from autoheur.collect.schema import (
+    COLUMNS,
+    METADATA_KEY,
+    SCHEMA,
+    STATUSES,
+    Metadata,
+    problem_from_row,
+    problem_id,
+    validate_table,
+)
 from autoheur.collect.schema import with_metadata as _with_metadata
 from autoheur.problem import Problem
 
@@ -39,6 +49,8 @@ MANIFEST = "dataset.json"
 PART_RE = re.compile(r"part-([0-9a-f]{16})\.parquet")
 RETIME_KINDS = ("retime", "refine")  # the passes that measure some configs of a problem again, in the order of reads
 RETIME_RES = {kind: re.compile(rf"{kind}-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
+PACK_RES = {kind: re.compile(rf"{kind}-pack-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
+DONE_KEY = b"autoheur-done"  # a pack's metadata: the problems whose pass it holds, rows or not (JSON list)
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
 
@@ -49,6 +61,7 @@ class DatasetStore:
     def __init__(self, root: Path, meta: Metadata):
         self.root = Path(root)
         self.meta = meta  # this run's metadata, written into each new part
+        self._cache: dict[tuple[Path, int], pa.Table] = {}  # the packs read
 
     # -- opening --------------------------------------------------------------------------------------------------
 
@@ -121,8 +134,19 @@ class DatasetStore:
         return self.root / f"{_kind(kind)}-{pid}.parquet"
 
     def retimes(self, kind: str = "retime") -> dict[str, Path]:
-        """problem_id -> retime file of `kind`, sorted: the problems that pass has finished (possibly with no rows)."""
-        return self._files(RETIME_RES[_kind(kind)])
+        """problem_id -> the file holding its pass of `kind` (its own file, or a pack), sorted: the problems that
+        pass has finished (possibly with no rows). A problem in a pack and in its own file (a pack cut short before
+        it removed the file) maps to the pack, whose rows were copied from that file."""
+        out = self._files(RETIME_RES[_kind(kind)])
+        for path in self._files(PACK_RES[kind]).values():
+            out.update(dict.fromkeys(self._pack_done(path), path))
+        return dict(sorted(out.items()))
+
+    def _pack_done(self, path: Path) -> list[str]:
+        md = pq.read_schema(path).metadata or {}
+        if DONE_KEY not in md:
+            raise ValueError(f"{path} has no {DONE_KEY.decode()} metadata: not a pack; delete it, run the pass again")
+        return json.loads(md[DONE_KEY])
 
     def write_retime(self, problem: Problem, table: pa.Table, meta: Metadata, kind: str = "retime") -> Path:
         """Write the retimed rows of `problem` (a subset of its part's configs, maybe none) with the retime run's
@@ -130,6 +154,8 @@ class DatasetStore:
         pid = problem_id(problem)
         if pid not in self.parts():
             raise ValueError(f"problem {pid} ({problem.name or problem}) has no part in {self.root}: nothing to retime")
+        if pid in self.retimes(kind):
+            raise FileExistsError(f"problem {pid} already had a {kind} pass in {self.root}; rows are never duplicated")
         check_retime_metadata(self.meta, meta)
         validate_table(table, require_metadata=False)
         ids = set(table.column("problem_id").unique().to_pylist())
@@ -141,17 +167,63 @@ class DatasetStore:
         return self._write_part(pid, _with_metadata(table, meta), self.retime_path(pid, kind))
 
     def read_retime(self, pid: str, kind: str = "retime") -> pa.Table:
-        """A validated retime file: schema, one problem, configs of its part, metadata differing only in protocol."""
-        path = self.retime_path(pid, kind)
+        """A problem's validated rows of one pass: schema, metadata differing only in protocol, only the problems the
+        file says it holds. From the problem's own file, or its rows of a pack (with the pack's metadata)."""
+        return self._retime_rows(pid, kind, self.retimes(kind).get(pid))
+
+    def _retime_rows(self, pid: str, kind: str, path: Path | None) -> pa.Table:
+        if path is None:
+            raise FileNotFoundError(f"problem {pid} has no {kind} pass in {self.root}")
+        if not PACK_RES[kind].fullmatch(path.name):
+            return self._read_retime_file(path, {pid})
+        table = self._read_retime_file(path, set(self._pack_done(path)))
+        md = {k: v for k, v in table.schema.metadata.items() if k != DONE_KEY}  # as if from the problem's own file
+        return table.filter(pc.equal(table.column("problem_id"), pid)).replace_schema_metadata(md)
+
+    def _read_retime_file(self, path: Path, pids: set[str]) -> pa.Table:
+        key = (path, path.stat().st_mtime_ns)
+        if key in self._cache:  # packs are written once: one read serves every problem in them
+            return self._cache[key]
         table = pq.read_table(path)
         try:
             meta = validate_table(table)
             check_retime_metadata(self.meta, meta)
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
-        if set(table.column("problem_id").unique().to_pylist()) - {pid}:
-            raise ValueError(f"{path} holds rows of another problem than {pid}: delete it and retime again")
+        if set(table.column("problem_id").unique().to_pylist()) - pids:
+            raise ValueError(f"{path} holds rows of another problem than {sorted(pids)[:3]}: delete it, run it again")
+        if len(pids) > 1:
+            self._cache[key] = table
         return table
+
+    def pack(self, kind: str = "retime") -> int:
+        """Move the problems' own files of one pass into one pack file; returns how many problems were moved.
+
+        Each file carries ~6 KB of Parquet footer and schema for a few dozen rows: a pass over 500 problems is 5 MB of
+        footers. The rows and metadata are copied unchanged (one pack per distinct metadata); the pack is written
+        atomically like a part, then the files are removed. Killed in between, the next `pack` removes them (reads
+        already prefer the pack). Parts are never touched.
+        """
+        singles = self._files(RETIME_RES[_kind(kind)])
+        packed = {pid: path for pid, path in self.retimes(kind).items() if path not in singles.values()}
+        for pid in [pid for pid in singles if pid in packed]:  # a pack cut short: its rows are in the pack already
+            if not _same_rows(self._read_retime_file(singles[pid], {pid}), self.read_retime(pid, kind)):
+                raise ValueError(f"{singles[pid]} differs from its rows in {packed[pid]}: delete the one that is wrong")
+            singles.pop(pid).unlink()
+        groups: dict[bytes, list[tuple[str, pa.Table]]] = {}
+        for pid, path in singles.items():
+            table = self._read_retime_file(path, {pid})
+            groups.setdefault(table.schema.metadata[METADATA_KEY], []).append((pid, table))
+        for group in groups.values():
+            pids = [pid for pid, _ in group]
+            table = pa.concat_tables([t.replace_schema_metadata(None) for _, t in group])
+            md = {**group[0][1].schema.metadata, DONE_KEY: json.dumps(pids).encode()}
+            name = hashlib.sha256(" ".join(pids).encode()).hexdigest()[:16]
+            self._write_part(pids[0], table.replace_schema_metadata(md), self.root / f"{kind}-pack-{name}.parquet")
+            for pid in pids:
+                singles[pid].unlink()
+        _fsync_dir(self.root)
+        return len(singles)
 
     def _write_part(self, pid: str, table: pa.Table, final: Path | None = None) -> Path:
         final = final or self.part_path(pid)
@@ -191,16 +263,20 @@ class DatasetStore:
 
         `retimed`: True applies every kind (`RETIME_KINDS`), False none, or a list names the kinds to apply.
         """
+        return self._read_problem(pid, {kind: self.retimes(kind) for kind in _kinds(retimed)})
+
+    def _read_problem(self, pid: str, index: dict[str, dict[str, Path]]) -> pa.Table:
+        """`read_problem` given, per kind to apply (in order), the problems' retime files (`retimes`)."""
         table = self.read_part(pid).replace_schema_metadata(None)
-        for kind in _kinds(retimed):
-            if not self.retime_path(pid, kind).exists():
+        for kind, files in index.items():
+            path = files.get(pid)
+            if path is None:
                 continue
-            new = self.read_retime(pid, kind).replace_schema_metadata(None)
+            new = self._retime_rows(pid, kind, path).replace_schema_metadata(None)
             if new.num_rows:
                 unknown = set(new.column("config_id").to_pylist()) - set(table.column("config_id").to_pylist())
                 if unknown:
-                    path = self.retime_path(pid, kind)
-                    raise ValueError(f"{path} retimes configs its part lacks: {sorted(unknown)[:3]}")
+                    raise ValueError(f"{path} retimes configs problem {pid}'s part lacks: {sorted(unknown)[:3]}")
                 kept = table.filter(pc.invert(pc.is_in(table.column("config_id"), value_set=new.column("config_id"))))
                 table = pa.concat_tables([kept, new])
         return table
@@ -209,11 +285,13 @@ class DatasetStore:
         unknown = [c for c in columns or [] if c not in COLUMNS]
         if unknown:
             raise ValueError(f"unknown columns {unknown}; the dataset has {list(COLUMNS)}")
-        for kind in RETIME_KINDS:
-            orphans = sorted(set(self.retimes(kind)) - set(self.parts()))
+        index = {kind: self.retimes(kind) for kind in RETIME_KINDS}
+        for kind, files in index.items():
+            orphans = sorted(set(files) - set(self.parts()))
             if orphans:
                 raise ValueError(f"{self.root} has {kind} files without a part ({orphans[:3]}): delete them")
-        tables = [self.read_problem(pid, retimed) for pid in self.parts()]
+        index = {kind: index[kind] for kind in _kinds(retimed)}
+        tables = [self._read_problem(pid, index) for pid in self.parts()]
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         return table.select(columns) if columns else table
 
@@ -288,18 +366,22 @@ def merge(sources: list[Path], dest: Path) -> dict:
             out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
             copied += 1
         for kind in RETIME_KINDS:
-            for pid in s.retimes(kind):
-                table = s.read_retime(pid, kind)
-                if out.retime_path(pid, kind).exists():
-                    if not _same_rows(table, out.read_retime(pid, kind)):
+            have = out.retimes(kind)
+            for pid, path in s.retimes(kind).items():
+                table = s._retime_rows(pid, kind, path)
+                if pid in have:
+                    if not _same_rows(table, out._retime_rows(pid, kind, have[pid])):
                         raise ValueError(
                             f"problem {pid} had a {kind} pass in {s.root} and in {dest} with different rows: "
-                            f"delete one of the two {kind}-{pid}.parquet files and merge again"
+                            f"keep one (delete its {kind} file, or run that pass again) and merge again"
                         )
                     continue
                 out._write_part(pid, table, out.retime_path(pid, kind))
                 retimes[kind] += 1
         logs += _copy_run_logs(s.root, out.root)
+    for kind in RETIME_KINDS:
+        if retimes[kind]:
+            out.pack(kind)
     return {
         "dest": str(dest),
         "copied": copied,
@@ -347,8 +429,8 @@ def info(root: Path) -> dict:
                 "family": store.meta.family,
                 "rows": len(df),
                 "problems": int(df["problem_id"].nunique()),
-                "retimed_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in store.retimes().values()),
-                "refined_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in store.retimes("refine").values()),
+                "retimed_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in set(store.retimes().values())),
+                "refined_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in set(store.retimes("refine").values())),
             }
         )
     df = pd.concat(frames, ignore_index=True)

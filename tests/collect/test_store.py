@@ -342,6 +342,48 @@ def test_refine_overlays_after_the_retime(tmp_path):
         store.read()
 
 
+def test_pack_moves_the_problems_files_into_one_and_reads_the_same(tmp_path):
+    store = fill(tmp_path / "d")
+    newer = make_meta(timing_version=3)
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), newer)
+    store.write_retime(PROBLEMS[1], rows_for(PROBLEMS[1], []), newer)  # done, with no rows
+    store.write_retime(PROBLEMS[2], retimed_table(PROBLEMS[2]), make_meta(timing_version=4))  # another run's metadata
+    before = store.read()
+    assert store.pack() == 3 and store.pack() == 0
+    files = sorted(p.name for p in tmp_path.joinpath("d").iterdir() if p.name.startswith("retime-"))
+    assert len(files) == 2 and all(f.startswith("retime-pack-") for f in files)  # one pack per metadata
+    assert set(store.retimes()) == {problem_id(p) for p in PROBLEMS}
+    assert DatasetStore.load(tmp_path / "d").read().equals(before)
+    assert store.read_retime(problem_id(PROBLEMS[1])).num_rows == 0
+    assert store.read_retime(problem_id(PROBLEMS[2])).schema.metadata == retime_md(store, PROBLEMS[2])
+    with pytest.raises(FileExistsError, match="already had a retime pass"):
+        store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), newer)
+    assert info(tmp_path / "d")["datasets"][0]["retimed_rows"] == 2
+    # a pack cut short before it removed a file: the next pack removes it, if its rows are the pack's
+    pid = problem_id(PROBLEMS[0])
+    leftover = store.read_retime(pid)
+    pq.write_table(leftover, store.retime_path(pid))
+    assert store.retimes()[pid].name.startswith("retime-pack-") and store.read().equals(before)
+    assert store.pack() == 0 and not store.retime_path(pid).exists()
+    other = leftover.set_column(COLUMNS.index("median_ms"), "median_ms", [[0.5]])  # not the pack's rows
+    pq.write_table(other, store.retime_path(pid))
+    with pytest.raises(ValueError, match="differs from its rows"):
+        store.pack()
+
+
+def retime_md(store, problem):
+    """The metadata a problem's own retime file had: the pack's, less its list of problems."""
+    path = store.retimes()[problem_id(problem)]
+    return {k: v for k, v in pq.read_schema(path).metadata.items() if k != store_mod.DONE_KEY}
+
+
+def test_a_pack_without_its_list_of_problems_is_refused(tmp_path):
+    store = fill(tmp_path / "d")
+    pq.write_table(retimed_table(PROBLEMS[0]), tmp_path / "d" / f"retime-pack-{'0' * 16}.parquet")
+    with pytest.raises(ValueError, match="not a pack; delete it"):
+        store.read()
+
+
 def test_merge_copies_retimes(tmp_path):
     a = fill(tmp_path / "a", PROBLEMS[:2])
     a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
@@ -355,3 +397,7 @@ def test_merge_copies_retimes(tmp_path):
     assert merged[merged.problem_id.isin(mine.problem_id)].reset_index(drop=True).equals(mine)  # a's retime applies
     again = merge([tmp_path / "a"], tmp_path / "m")
     assert again["retimes_copied"] == again["refines_copied"] == 0  # identical: skipped
+    assert {p.name.split("-")[1] for p in (tmp_path / "m").glob("re*-*.parquet")} == {"pack"}  # the copies packed
+    a.pack()  # a packed source merges the same
+    assert merge([tmp_path / "a"], tmp_path / "m2")["retimes_copied"] == 1
+    assert DatasetStore.load(tmp_path / "m2").read().sort_values(key).reset_index(drop=True).equals(mine)
