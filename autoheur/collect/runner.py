@@ -637,6 +637,7 @@ def refine(
         f"within {within}x of the best (at most {top})",
         log,
         rounds=True,
+        record={"within": within, "top": top},
     )
 
 
@@ -648,9 +649,12 @@ def _remeasure(
     what: str,
     log: Callable[[str], None],
     rounds: bool = False,
+    record: dict | None = None,
 ) -> dict:
     """The pass of `kind` over a dataset: per unfinished problem, check and time `select`'s configs again and write
-    them as the problem's retime file of that kind (an empty one when none is selected)."""
+    them as the problem's retime file of that kind (an empty one when none is selected). `record`: fields every
+    problem's line in the run log carries (the pass's selection)."""
+    extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
     t0 = time.time()
@@ -700,7 +704,7 @@ def _remeasure(
             log("time limit reached: the remaining problems are left for the next run")
             break
         results: list = []
-        record = {"problem_id": problem_id(p), "name": p.name, kind + "d": len(ids), "reps": opts.reps}
+        record = {"problem_id": problem_id(p), "name": p.name, kind + "d": len(ids), "reps": opts.reps, **extra}
         if ids:
             configs = feasible_for(p, spec, replace(ropts, config_ids=ids))
             compiled_p = compiled[compile_key(p, spec)]

@@ -397,6 +397,7 @@ def test_refine_end_to_end_after_a_retime(tmp_path):
     assert (joined.loc[~picked, "collected_at_new"] == joined.loc[~picked, "collected_at"]).all()
     log = next((root / "runs").glob("*-refine.jsonl")).read_text().splitlines()
     assert len(log) == 2 and all(json.loads(line)["kind"] == "refine" for line in log)
+    assert {json.loads(line)["within"] for line in log} == {1e9}  # the selection is on record
     again = runner.refine(root, CollectOptions(reps=4, workers=1), log=quiet)
     assert again["todo"] == 0 and again["already_done"] == 2
     with pytest.raises(ValueError, match="within"):
