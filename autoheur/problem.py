@@ -16,6 +16,14 @@ LAYOUTS = {"2d3d": Ragged.M, "3d2d": Ragged.N, "2d2d": Ragged.K, "3d3d": Ragged.
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
+def launches_kernel(layout: str, total: int) -> bool:
+    """Whether a call of this layout and ragged total launches the kernel at all. With no rows (2d3d) or no columns
+    (3d2d) the output is empty and the wrappers return it at once, before any tuning (`kernels.grouped_gemm.grouped_mm`,
+    `inference.api.grouped_mm`): such a problem has no config to collect, learn or predict. A 2d2d call with K = 0
+    still launches (it writes zeros), and the fixed extents are >= 1."""
+    return not (LAYOUTS[layout] in (Ragged.M, Ragged.N) and total == 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     layout: str
@@ -60,6 +68,11 @@ class Problem:
     def total(self) -> int:
         """Sum of the ragged extents (0 for the batched layout)."""
         return sum(self.sizes)
+
+    @property
+    def launches(self) -> bool:
+        """See `launches_kernel`."""
+        return launches_kernel(self.layout, self.total)
 
     def dims(self) -> tuple[int, int, int]:
         """(M, N, K) of the whole call, the ragged one being its total."""

@@ -487,6 +487,10 @@ def collect(
         from autoheur.inductor.collect import as_benchmarked
 
         problems = list({problem_id(q): q for q in map(as_benchmarked, problems)}.values())
+    idle = [p for p in problems if not p.launches]
+    if idle:
+        log(f"{len(idle)} problems never launch the kernel (empty output, e.g. {idle[0].name or idle[0]}): skipped")
+        problems = [p for p in problems if p.launches]
     mine = shard(problems, *shard_spec)
     meta = dataset_metadata(0, opts.family)
     store = DatasetStore.open(Path(root), meta, new=new)

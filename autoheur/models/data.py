@@ -2,7 +2,8 @@
 
 `RankingSet` holds the dataset rows sorted by problem (the order learning-to-rank needs), the feature matrix, each
 row's time relative to its problem's oracle (the fastest "ok" config) and its graded relevance label. Subsets by
-problem keep all three aligned.
+problem keep all three aligned. Problems with no ok config, and problems whose calls never launch the kernel (an
+empty output: `problem.launches_kernel`), are left out: there is nothing to learn or score in them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pandas as pd
 
 from autoheur.features import feature_matrix
 from autoheur.models.metrics import USABLE_STATUSES, relevance
+from autoheur.problem import launches_kernel
 
 COLUMNS = ["problem_id", "problem_name", "layout", "dtype", "a_major", "b_major", "groups", "total", "m", "n", "k",
            "size_mean", "size_max", "size_min", "size_std", "empty_groups", "sizes", "config_id", "block_m", "block_n",
@@ -44,6 +46,9 @@ class RankingSet:
         t = np.where(usable, df["median_ms"].to_numpy(dtype=float), np.inf)
         oracle = pd.Series(np.where(ok, t, np.inf)).groupby(df["problem_id"].to_numpy()).transform("min").to_numpy()
         keep = np.isfinite(oracle)  # a problem with no ok config has no oracle: nothing to learn or score
+        per_problem = df.drop_duplicates("problem_id").set_index("problem_id")
+        launching = {pid: launches_kernel(r.layout, r.total) for pid, r in per_problem.iterrows()}
+        keep &= df["problem_id"].map(launching).to_numpy(dtype=bool)  # no launch, no config to learn or score
         df, t, oracle = df[keep].reset_index(drop=True), t[keep], oracle[keep]
         df["rel_time"] = t / oracle
         labels = np.zeros(len(df), dtype=np.int64)

@@ -331,6 +331,14 @@ def test_retime_refuses_another_device(tmp_path, monkeypatch):
     assert not DatasetStore.load(root).retimes()
 
 
+def test_collect_skips_problems_that_never_launch(tmp_path):
+    idle = Problem("2d3d", 2, (0, 0), 0, 40, 24, "float16", name="no-tokens")
+    lines = []
+    summary = collect([idle, TINY[0]], tmp_path / "ds", OPTS, log=lines.append)
+    assert summary["done"] == 1 and set(DatasetStore.load(tmp_path / "ds").parts()) == {problem_id(TINY[0])}
+    assert any("never launch" in line and "no-tokens" in line for line in lines)
+
+
 def test_rounds_time_every_config_once_per_round_in_a_new_order():
     """The refine protocol: interleaved rounds, no abort, no round 3; the order is seeded."""
     times = {"a": [1.0, 1.1, 0.9, 1.0], "b": [9.0, 9.2, 8.8, 9.0], "c": [2.0, 6.0, 6.0, 2.0]}
