@@ -257,13 +257,13 @@ _EVAL_METHOD = (
     "Exception: on Inductor's template family it is one model whose objective an inner 2-fold CV picks on each "
     "fold's training problems (rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's "
     "held-out figures: that one choice between two procedures was made on them. "
-    "group_kfold: 5 folds "
-    "over whole problems; lomo: each public model family held out in turn; A->B: fit on all of device A's problems, "
-    "ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, where the oracle is "
-    "the fastest config of the exhaustive collection; best-of-10 = the best of the predicted top 10 (the brief "
-    "autotune's result). Subset oracle>=0.1ms: the problems whose best config takes at least 0.1 ms, where timing "
-    "noise between near-equal configs is smallest (on a dataset collected under timing protocol v1, data/README.md, "
-    "only these are free of its launch-overhead flaw)."
+    "group_kfold: 5 folds over whole problems; lomo: each public model family held out in turn; A->B: fit on all of "
+    "device A's problems, ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, "
+    "where the oracle is the fastest config of the exhaustive collection, its retimed and refined rows included "
+    "(data/README.md); problems whose calls never launch the kernel (an empty output) are left out; best-of-10 = the "
+    "best of the predicted top 10 (the brief autotune's result). Subset oracle>=0.1ms: the problems whose best config "
+    "takes at least 0.1 ms, where timing noise between near-equal configs is smallest (on a dataset collected under "
+    "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
 )
 
 
