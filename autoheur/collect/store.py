@@ -10,7 +10,9 @@ same way: `retime-<problem_id>.parquet` (`autoheur data retime`: the configs who
 `refine-<problem_id>.parquet` (`autoheur data refine`: the near-best configs, to a tighter precision). Parts are never
 rewritten: `read` overlays a problem's retimed rows on its part's rows, the kinds in the order of `RETIME_KINDS`
 (same problem and config keys; a retime's metadata may differ from the manifest in its timing protocol version
-only), so the first measurement stays on disk beside the new ones.
+only), so the first measurement stays on disk beside the new ones. At the end of a pass its per-problem files are
+moved into one `<kind>-pack-<hash>.parquet` (`DatasetStore.pack`: the same rows and metadata, plus the list of the
+problems it holds, empty ones included), which saves the ~6 KB of Parquet footer each small file carries.
 
 One writer per directory: several machines collect into separate directories and `merge` combines them.
 """
