@@ -9,6 +9,7 @@ import joblib
 import pytest
 
 from autoheur.cli import main
+from autoheur.collect.schema import problem_from_row
 from autoheur.collect.store import MANIFEST, DatasetStore
 from autoheur.collect.workloads import public_problems
 from autoheur.models import artifact
@@ -20,12 +21,16 @@ H100 = artifact.MODELS_DIR.parent / "data" / "nvidia-h100-80gb-hbm3"
 
 @pytest.fixture(scope="module")
 def mini_dataset(tmp_path_factory):
-    """12 whole problems of the shipped H100 dataset, copied as a dataset of their own."""
+    """12 whole problems of the shipped H100 dataset (ones that launch the kernel), copied as a dataset of their own."""
     root = tmp_path_factory.mktemp("data") / "h100-mini"
     root.mkdir()
     shutil.copy(H100 / MANIFEST, root / MANIFEST)
-    for path in list(DatasetStore.load(H100).parts().values())[:12]:
-        shutil.copy(path, root / path.name)
+    store = DatasetStore.load(H100)
+    copied = 0
+    for pid, path in store.parts().items():
+        if copied < 12 and problem_from_row(store.read_part(pid).slice(0, 1).to_pylist()[0]).launches:
+            shutil.copy(path, root / path.name)
+            copied += 1
     return root
 
 
