@@ -132,17 +132,25 @@ def cmd_data_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_data_retime(args: argparse.Namespace) -> int:
-    from autoheur.collect.runner import CollectOptions, retime
-
+def _data_pass(name: str, run) -> int:
+    """`autoheur data <name>`: run it, print its summary as JSON; a refusal (ValueError) is exit code 2."""
     try:
-        opts = CollectOptions(reps=args.reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        summary = retime(Path(args.path), opts, spread_above=args.spread_above)
+        summary = run()
     except ValueError as exc:
-        print(f"autoheur data retime: {exc}", file=sys.stderr)
+        print(f"autoheur data {name}: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=2, default=str))
     return 0
+
+
+def cmd_data_retime(args: argparse.Namespace) -> int:
+    from autoheur.collect.runner import CollectOptions, retime
+
+    def run():
+        opts = CollectOptions(reps=args.reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
+        return retime(Path(args.path), opts, spread_above=args.spread_above)
+
+    return _data_pass("retime", run)
 
 
 def cmd_data_refine(args: argparse.Namespace) -> int:
@@ -151,27 +159,22 @@ def cmd_data_refine(args: argparse.Namespace) -> int:
     reps = REFINE_REPS if args.reps is None else args.reps
     within = REFINE_WITHIN if args.within is None else args.within
     top = REFINE_TOP if args.top is None else args.top
-    try:
+
+    def run():
         opts = CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        summary = refine(Path(args.path), opts, within=within, top=top)
-    except ValueError as exc:
-        print(f"autoheur data refine: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(summary, indent=2, default=str))
-    return 0
+        return refine(Path(args.path), opts, within=within, top=top)
+
+    return _data_pass("refine", run)
 
 
 def cmd_data_pack(args: argparse.Namespace) -> int:
     from autoheur.collect.store import RETIME_KINDS, DatasetStore
 
-    try:
+    def run():
         store = DatasetStore.load(Path(args.path))
-        moved = {kind: store.pack(kind) for kind in RETIME_KINDS}
-    except ValueError as exc:
-        print(f"autoheur data pack: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps({"root": args.path, "packed": moved}, indent=2))
-    return 0
+        return {"root": args.path, "packed": {kind: store.pack(kind) for kind in RETIME_KINDS}}
+
+    return _data_pass("pack", run)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -364,6 +367,13 @@ def _device_name(arg: str | None) -> str:
     return current_device_spec().name
 
 
+def _pass_options(d: argparse.ArgumentParser) -> None:
+    """The options `data retime` and `data refine` share: when to stop, compile workers, the inputs' seed."""
+    d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
+    d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
+    d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="autoheur", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -423,9 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--spread-above", type=float, default=0.25, help="retime ok configs whose spread exceeds this (round 3's rule)"
     )
     d.add_argument("--reps", type=int, default=5, help="timed runs per config")
-    d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
-    d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
-    d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+    _pass_options(d)
     d.set_defaults(fn=cmd_data_retime)
     d = dsub.add_parser("refine", help="measure each problem's near-best configs again, precisely (GPU; resumable)")
     d.add_argument("path", help="a dataset directory")
@@ -433,9 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--within", type=float, help="ok configs within this factor of the best (default 1.15)")
     d.add_argument("--top", type=int, help="at most this many per problem, fastest first (default 48)")
     d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 20)")
-    d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
-    d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
-    d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+    _pass_options(d)
     d.set_defaults(fn=cmd_data_refine)
     d = dsub.add_parser("pack", help="move the per-problem files of finished retime/refine passes into pack files")
     d.add_argument("path", help="a dataset directory")
