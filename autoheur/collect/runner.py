@@ -579,8 +579,7 @@ def configs_to_retime(part: pa.Table, spread_above: float = RETIME_SPREAD) -> tu
 def configs_to_refine(rows: pa.Table, within: float = REFINE_WITHIN, top: int = REFINE_TOP) -> tuple[str, ...]:
     """The near-best configs of one problem's rows: ok, at most `within` x the best ok time, the `top` fastest (ties
     by config id)."""
-    if within < 1 or top < 1:
-        raise ValueError(f"within={within} must be >= 1 and top={top} >= 1")
+    _check_refine(within, top)
     status = rows.column("status").to_pylist()
     ms = rows.column("median_ms").to_pylist()
     ids = rows.column("config_id").to_pylist()
@@ -589,6 +588,11 @@ def configs_to_refine(rows: pa.Table, within: float = REFINE_WITHIN, top: int = 
         return ()
     limit = within * ok[0][0]
     return tuple(sorted(c for t, c in ok[:top] if t <= limit))
+
+
+def _check_refine(within: float, top: int) -> None:
+    if within < 1 or top < 1:
+        raise ValueError(f"within={within} must be >= 1 and top={top} >= 1")
 
 
 def retime(
@@ -611,7 +615,7 @@ def retime(
         root,
         opts,
         "retime",
-        lambda pid, store: configs_to_retime(store.read_part(pid), spread_above),
+        lambda rows: configs_to_retime(rows, spread_above),
         f"with spread above {spread_above}",
         log,
     )
@@ -632,14 +636,15 @@ def refine(
     the time. The selection (`configs_to_refine`) reads the rows as they stand after the retime pass; the new
     figures are written as the problem's refine file and overlay the others on read. Same inputs, resumable, one GPU.
     """
-    configs_to_refine(pa.table({"status": [], "median_ms": [], "config_id": []}), within, top)  # check the arguments
+    _check_refine(within, top)
     return _remeasure(
         root,
         opts,
         "refine",
-        lambda pid, store: configs_to_refine(store.read_problem(pid, retimed=["retime"]), within, top),
+        lambda rows: configs_to_refine(rows, within, top),
         f"within {within}x of the best (at most {top})",
         log,
+        after=("retime",),
         rounds=True,
         record={"within": within, "top": top},
     )
@@ -649,15 +654,17 @@ def _remeasure(
     root: Path | str,
     opts: CollectOptions,
     kind: str,
-    select: Callable[[str, DatasetStore], tuple[str, ...]],
+    select: Callable[[pa.Table], tuple[str, ...]],
     what: str,
     log: Callable[[str], None],
     rounds: bool = False,
     record: dict | None = None,
+    after: tuple[str, ...] = (),
 ) -> dict:
-    """The pass of `kind` over a dataset: per unfinished problem, check and time `select`'s configs again and write
-    them as the problem's retime file of that kind (an empty one when none is selected). `record`: fields every
-    problem's line in the run log carries (the pass's selection)."""
+    """The pass of `kind` over a dataset: per unfinished problem, check and time again the configs `select` picks
+    from its rows (its part, with the retime kinds `after` applied) and write them as the problem's retime file of
+    that kind (an empty one when none is selected). `record`: fields every problem's line in the run log carries
+    (the pass's selection)."""
     extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
@@ -673,11 +680,12 @@ def _remeasure(
         raise ValueError(f"{root}: {exc}; {kind} on the device, toolchain and kernel that collected it") from None
     done = store.retimes(kind)
     todo: list[tuple[Problem, tuple[str, ...]]] = []
+    index = {k: store.retimes(k) for k in after}  # listed once, not per problem
     for pid in store.parts():
         if pid in done:
             continue
-        first = store.read_part(pid).slice(0, 1).to_pylist()[0]
-        todo.append((problem_from_row(first), select(pid, store)))
+        rows = store.read_problem(pid, index=index)
+        todo.append((problem_from_row(rows.slice(0, 1).to_pylist()[0]), select(rows)))
     n_configs = sum(len(ids) for _, ids in todo)
     log(f"dataset {root}: {len(done)} problems already done; this {kind}: {n_configs} configs {what} in {len(todo)}")
     summary = {"root": str(root), "kind": kind, "todo": len(todo), "already_done": len(done), "done": 0, "configs": 0}

@@ -260,15 +260,16 @@ class DatasetStore:
             raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
         return table
 
-    def read_problem(self, pid: str, retimed: bool | Sequence[str] = True) -> pa.Table:
+    def read_problem(
+        self, pid: str, retimed: bool | Sequence[str] = True, index: dict[str, dict[str, Path]] | None = None
+    ) -> pa.Table:
         """A problem's rows: its part, with the rows of its retime files in place of the part's, kind after kind.
 
-        `retimed`: True applies every kind (`RETIME_KINDS`), False none, or a list names the kinds to apply.
+        `retimed`: True applies every kind (`RETIME_KINDS`), False none, or a list names the kinds to apply. `index`:
+        instead, per kind to apply (in `RETIME_KINDS` order), its `retimes(kind)`, listed once for many reads.
         """
-        return self._read_problem(pid, {kind: self.retimes(kind) for kind in _kinds(retimed)})
-
-    def _read_problem(self, pid: str, index: dict[str, dict[str, Path]]) -> pa.Table:
-        """`read_problem` given, per kind to apply (in order), the problems' retime files (`retimes`)."""
+        if index is None:
+            index = {kind: self.retimes(kind) for kind in _kinds(retimed)}
         table = self.read_part(pid).replace_schema_metadata(None)
         for kind, files in index.items():
             path = files.get(pid)
@@ -293,7 +294,7 @@ class DatasetStore:
             if orphans:
                 raise ValueError(f"{self.root} has {kind} files without a part ({orphans[:3]}): delete them")
         index = {kind: index[kind] for kind in _kinds(retimed)}
-        tables = [self._read_problem(pid, index) for pid in self.parts()]
+        tables = [self.read_problem(pid, index=index) for pid in self.parts()]
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         return table.select(columns) if columns else table
 
