@@ -52,8 +52,16 @@ def _relevance(times: np.ndarray, ok: np.ndarray, oracle: np.ndarray | float) ->
     """Labels from times, an "ok" mask and the oracle (a scalar or one per element)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         r = times / oracle
-    thresholds = np.asarray(RELEVANCE_THRESHOLDS)
-    labels = len(thresholds) - np.searchsorted(thresholds, np.where(ok & np.isfinite(r), r, np.inf), side="left")
+    return graded_labels(r, ok)
+
+
+def graded_labels(
+    rel_time: np.ndarray, ok: np.ndarray, thresholds: Sequence[float] = RELEVANCE_THRESHOLDS
+) -> np.ndarray:
+    """Label = how many `thresholds` the relative time (time / oracle) is <= to; 0 where not `ok` or not finite."""
+    th = np.asarray(thresholds, dtype=np.float64)
+    r = np.asarray(rel_time, dtype=np.float64)
+    labels = len(th) - np.searchsorted(th, np.where(np.asarray(ok) & np.isfinite(r), r, np.inf), side="left")
     return labels.astype(np.int64)
 
 
