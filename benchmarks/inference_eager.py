@@ -6,9 +6,12 @@ Phases (``--phases``, comma-separated):
              first call; the model is loaded before the clock starts, as a serving process loads it once):
              - first_call_s: wall time of the first `autoheur.grouped_mm` call (top-10 predicted, compiled in parallel
                and checked, timed on the call's inputs, the winner launched);
-             - chosen_ms, aten_ms, oracle_ms: `triton.testing.do_bench` medians (L2 flushed) of the chosen config,
-               of `torch._grouped_mm`, and of the exhaustive winner recorded for this problem in the shipped dataset,
-               all three on the same inputs in the same process;
+             - chosen_ms, aten_ms, oracle_ms: `triton.testing.do_bench` medians (L2 flushed) of the chosen config
+               ("aten" where torch._grouped_mm, timed beside the predicted configs, won: AUTOHEUR_ATEN), of
+               `torch._grouped_mm`, and of the exhaustive winner recorded for this problem in the shipped dataset,
+               all on the same inputs in the same process;
+             - triton_config, triton_ms: what a Triton-only tuning (AUTOHEUR_ATEN=off, a second tuner in the same
+               process: the same prediction, its own timing) chose, and its do_bench median;
              - prepared_first_call_s: with `--prepared`, the same first call in another fresh process after
                `autoheur.inference.prepare(wait=True)` (the model loaded and the kernel imported; with
                AUTOHEUR_COMPILE_IN=processes also the compile workers up, as a serving process has them);
@@ -55,7 +58,8 @@ def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = Fals
 
     import autoheur
     from autoheur.collect.timing import bench_ms
-    from autoheur.inference.tuner import default_tuner
+    from autoheur.inference.aten import run_choice
+    from autoheur.inference.tuner import Tuner, default_tuner
     from autoheur.kernels import KernelConfig, launch, validate
     from autoheur.kernels.reference import reference_grouped_mm, relative_error
 
@@ -76,8 +80,14 @@ def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = Fals
     cfg = tuner.config_for(call)
     row.update(config=cfg.config_id, rel_err=relative_error(out, reference_grouped_mm(a, b, offs, call.out_dtype)))
     buf = torch.empty_like(out)
-    row["chosen_ms"] = bench_ms(lambda: launch(call, cfg, buf))
+    row["chosen_ms"] = bench_ms(lambda: run_choice(call, cfg, buf))
     row["aten_ms"] = bench_ms(lambda: torch._grouped_mm(a, b, offs))
+    prev = os.environ.get("AUTOHEUR_ATEN")
+    os.environ["AUTOHEUR_ATEN"] = "off"
+    triton_cfg = Tuner().config_for(call)
+    os.environ.pop("AUTOHEUR_ATEN") if prev is None else os.environ.update(AUTOHEUR_ATEN=prev)
+    launch(call, triton_cfg, buf)  # compiled outside any timed region
+    row.update(triton_config=triton_cfg.config_id, triton_ms=bench_ms(lambda: launch(call, triton_cfg, buf)))
     if oracle_id:
         oracle = KernelConfig.from_id(oracle_id)
         launch(call, oracle, buf)  # compiled outside any timed region
@@ -142,6 +152,9 @@ def phase_tune(args, out: Path) -> list[dict]:
         else None,
         "vs_oracle_geomean": _geomean([r["oracle_ms"] / r["chosen_ms"] for r in ok]),
         "vs_aten_geomean": _geomean([r["aten_ms"] / r["chosen_ms"] for r in rows]),
+        "chose_aten": sum(r.get("config") == "aten" for r in rows),
+        "triton_only_vs_aten_geomean": _geomean([r["aten_ms"] / r["triton_ms"] for r in rows if "triton_ms" in r]),
+        "triton_only_vs_oracle_geomean": _geomean([r["oracle_ms"] / r["triton_ms"] for r in ok if "triton_ms" in r]),
         "exhaustive_over_first_call": [r["exhaustive_s"] / r["first_call_s"] for r in rows if "exhaustive_s" in r],
     }
     print(json.dumps(summary), flush=True)
@@ -207,6 +220,7 @@ def phase_overhead(args, out: Path) -> dict:
 
     p = next(q for q in public_problems() if q.name == args.overhead_problem)
     a, b, offs = p.make_inputs("cuda")
+    os.environ["AUTOHEUR_ATEN"] = "off"  # what a cached call adds over launching the Triton kernel it chose
     autoheur.grouped_mm(a, b, offs)  # tunes once
     call = validate(a, b, offs)
     from autoheur.inference.tuner import default_tuner

@@ -1,4 +1,5 @@
-"""`autoheur.grouped_mm`: torch._grouped_mm's semantics, the kernel and config chosen by autoheur.
+"""`autoheur.grouped_mm`: torch._grouped_mm's semantics, the kernel and config chosen by autoheur (or, where timing
+found it fastest, torch._grouped_mm itself: aten.py).
 
 A new tuning key (see key.py) costs one brief autotune of the predicted configs. After that, a call whose tensors
 match an earlier call's in every property that validation reads (shapes, strides, dtypes, devices, 16-byte pointer
@@ -13,6 +14,7 @@ import os
 
 import torch
 
+from autoheur.inference.aten import ATEN, aten_grouped_mm
 from autoheur.inference.tuner import default_tuner
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
@@ -52,7 +54,8 @@ def grouped_mm(
     offs: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """Same as `torch._grouped_mm(a, b, offs, out_dtype=out_dtype)`, with a tuned Triton kernel."""
+    """Same as `torch._grouped_mm(a, b, offs, out_dtype=out_dtype)`, with a tuned Triton kernel (or torch's own
+    where the brief autotune timed it fastest)."""
     tuner = default_tuner()
     sig = _signature(a, b, offs, out_dtype)
     hit = tuner.fast.get(sig) if sig is not None else None
@@ -61,6 +64,8 @@ def grouped_mm(
         call = _rebind(fields, a, b, offs)
         if CHECK_OFFSETS:
             check_offsets_values(call)
+        if cfg is ATEN:
+            return aten_grouped_mm(call)
         return launch(call, cfg, torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device))
     call = validate(a, b, offs, out_dtype, check_offsets=CHECK_OFFSETS)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
@@ -69,7 +74,8 @@ def grouped_mm(
     if call.k == 0 and call.ragged != Ragged.K:
         return out.zero_()
     cfg = tuner.config_for(call)
-    check_config(cfg, call)
+    if cfg is not ATEN:
+        check_config(cfg, call)
     if sig is not None:
         tuner.remember(sig, {f: v for f, v in call.__dict__.items() if f not in _TENSORS}, cfg)
-    return launch(call, cfg, out)
+    return aten_grouped_mm(call) if cfg is ATEN else launch(call, cfg, out)

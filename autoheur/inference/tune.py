@@ -1,7 +1,8 @@
 """`autoheur tune`: the run-time tuning of a problem list, problem by problem, optionally against the exhaustive one.
 
 For each problem: the predicted top-k (the GPU's model, else the best fixed list) compiled and timed on the problem's
-inputs (compiled in parallel first, where AUTOHEUR_COMPILE_IN says, as at run time), the chosen config, its time and
+inputs (compiled in parallel first, where AUTOHEUR_COMPILE_IN says, as at run time; torch._grouped_mm timed beside
+them where AUTOHEUR_ATEN says, as at run time), the chosen config ("aten" when torch's own won), its time and
 the tuning wall time (compile included); with `compare_exhaustive`, the same for every feasible config (compiled on
 processes, as exhaustive tuning is). Nothing is cached: this measures tuning, it does not feed the run-time cache.
 """
@@ -13,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
+from autoheur.inference.aten import aten_for
 from autoheur.inference.tuner import Tuner, compile_in_parallel, time_candidates
 from autoheur.kernels.config import feasible_configs
 from autoheur.kernels.validate import interpreting, validate
@@ -27,14 +29,15 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
         call = validate(a, b, offs)
         t0 = time.perf_counter()
         cands, source = tuner.candidates(call, "predicted", k)
-        cfg, ms = time_candidates(call, compile_in_parallel(call, cands, tuner.compile_pool()))
-        row = {"problem": p.name, "source": source, "candidates": len(cands), "config": cfg.config_id,
-               "ms": ms, "tune_s": time.perf_counter() - t0}  # fmt: skip
+        aten = aten_for(call)
+        cfg, ms = time_candidates(call, compile_in_parallel(call, cands, tuner.compile_pool()), aten=aten)
+        row = {"problem": p.name, "source": source + (" + aten" if aten else ""), "candidates": len(cands) + aten,
+               "config": cfg.config_id, "ms": ms, "tune_s": time.perf_counter() - t0}  # fmt: skip
         if compare_exhaustive:
             t1 = time.perf_counter()
             every = list(feasible_configs(call.signature, call.device))
             every_ok = compile_in_parallel(call, every, tuner.compile_pool(), where="processes")
-            best, best_ms = time_candidates(call, every_ok)
+            best, best_ms = time_candidates(call, every_ok, aten=aten)
             row.update({"exhaustive_config": best.config_id, "exhaustive_ms": best_ms,
                         "exhaustive_configs": len(every), "exhaustive_s": time.perf_counter() - t1,
                         "efficiency": best_ms / ms if ms else float("nan")})  # fmt: skip

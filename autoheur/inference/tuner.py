@@ -21,6 +21,8 @@ Exhaustive tuning always compiles on processes: hundreds of configs need every c
 `prepare()` (also `autoheur.inference.prepare`) loads the model, imports the kernel, and with processes starts the
 workers, ahead of the first call.
 Without a model for the GPU, the best fixed list of a shipped model stands in for the prediction, with one warning.
+On a GPU, torch._grouped_mm is timed beside the predicted configs and kept where it is fastest (AUTOHEUR_ATEN,
+aten.py); mode "off" never times anything.
 Each tuning decision is logged at INFO on the "autoheur" logger.
 """
 
@@ -34,6 +36,7 @@ import warnings
 
 import torch
 
+from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, choice_from_id
 from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
 from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
@@ -41,6 +44,7 @@ from autoheur.kernels.validate import GemmCall, interpreting
 from autoheur.problem import LAYOUTS, Problem
 
 log = logging.getLogger("autoheur")
+Choice = KernelConfig | AtenChoice  # what tuning picks: a Triton config, or torch._grouped_mm
 MODES = ("predicted", "off", "exhaustive")
 LAYOUT_NAMES = {ragged: name for name, ragged in LAYOUTS.items()}
 
@@ -126,25 +130,27 @@ class Tuner:
         self._caches: dict[str, TuneCache] = {}
         self._models: dict[str, object] = {}
         self._warned: set[str] = set()
-        self._chosen: dict[TuneKey, KernelConfig] = {}  # one dict lookup, no parsing, no lock
-        # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, config).
-        self.fast: dict[tuple, tuple[dict, KernelConfig]] = {}
+        self._chosen: dict[tuple, Choice] = {}  # one dict lookup, no parsing, no lock
+        # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, choice).
+        self.fast: dict[tuple, tuple[dict, Choice]] = {}
         self._lock = threading.RLock()
         self._pool = None  # the compile workers, kept between tunings (precompile.WorkerPool)
 
     FAST_ENTRIES = 4096  # signatures change with every token count; past this many, start over
 
-    def remember(self, sig: tuple, fields: dict, cfg: KernelConfig) -> None:
+    def remember(self, sig: tuple, fields: dict, cfg: Choice) -> None:
         if len(self.fast) >= self.FAST_ENTRIES:
             self.fast.clear()
         self.fast[sig] = (fields, cfg)
 
-    def cache(self, device_name: str) -> TuneCache:
+    def cache(self, device_name: str, aten: bool = False) -> TuneCache:
+        """The cache of this GPU's choices; those made with torch._grouped_mm among the candidates (`aten`) are kept
+        apart from Triton-only ones, so that AUTOHEUR_ATEN=off never reads back an "aten"."""
         with self._lock:
-            if device_name not in self._caches:
+            if (device_name, aten) not in self._caches:
                 disk = os.environ.get("AUTOHEUR_CACHE", "1") != "0"
-                self._caches[device_name] = TuneCache(device_name, disk=disk)
-            return self._caches[device_name]
+                self._caches[device_name, aten] = TuneCache(device_name, disk=disk, aten=aten)
+            return self._caches[device_name, aten]
 
     def model(self, device_name: str):
         """The model for this GPU (loaded once per process), or None: the fallback list stands in."""
@@ -205,41 +211,45 @@ class Tuner:
             picks = [feasible[len(feasible) // 2]]
         return picks, f"best fixed list top-{len(picks)}"
 
-    def config_for(self, call: GemmCall) -> KernelConfig:
+    def config_for(self, call: GemmCall) -> Choice:
+        """The tuned choice for a validated call: a KernelConfig, or ATEN (run torch._grouped_mm; aten.py)."""
         tkey = tune_key(call)
-        chosen = self._chosen.get(tkey)
+        aten = aten_for(call)
+        chosen = self._chosen.get((tkey, aten))
         if chosen is not None:
             return chosen
         with self._lock:  # one tuning per key at a time in this process
-            chosen = self._lookup(tkey, call)
+            chosen = self._lookup(tkey, call, aten)
             if chosen is None:
-                chosen = self._tune(tkey.to_str(), call)
-            self._chosen[tkey] = chosen
+                chosen = self._tune(tkey.to_str(), call, aten)
+            self._chosen[tkey, aten] = chosen
             return chosen
 
-    def _lookup(self, tkey: TuneKey, call: GemmCall) -> KernelConfig | None:
-        """A config tuned earlier (this process or, through the disk cache, another one)."""
-        hit = self.cache(call.device.name).get(tkey.to_str())
-        return KernelConfig.from_id(hit["config"]) if hit is not None else None
+    def _lookup(self, tkey: TuneKey, call: GemmCall, aten: bool) -> Choice | None:
+        """A choice tuned earlier (this process or, through the disk cache, another one)."""
+        hit = self.cache(call.device.name, aten).get(tkey.to_str())
+        return choice_from_id(hit["config"]) if hit is not None else None
 
-    def _tune(self, key: str, call: GemmCall) -> KernelConfig:
-        cache = self.cache(call.device.name)
+    def _tune(self, key: str, call: GemmCall, aten: bool) -> Choice:
+        cache = self.cache(call.device.name, aten)
         mode, k = tune_mode(), top_k_setting()
+        aten = aten and mode != "off"
         t0 = time.perf_counter()
         cands, source = self.candidates(call, mode, k)
         cands = [c for c in cands if infeasible_reason(c, call.signature, call.device) is None]
-        if mode == "off" or len(cands) == 1:
+        if mode == "off" or (len(cands) == 1 and not aten):
             winner, ms = cands[0], None
         else:
             where = "processes" if mode == "exhaustive" else compile_in()
             cands = compile_in_parallel(call, cands, self.compile_pool(), where=where)
-            winner, ms = time_candidates(call, cands)
+            winner, ms = time_candidates(call, cands, aten=aten)
         wall = time.perf_counter() - t0
+        source += " + aten" if aten else ""
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
-                        "candidates": len(cands), "tune_s": round(wall, 3)})  # fmt: skip
+                        "candidates": len(cands) + aten, "tune_s": round(wall, 3)})  # fmt: skip
         log.info(
             "autoheur: tuned %s: %s from %d candidates (%s) in %.2f s%s",
-            key, winner.config_id, len(cands), source, wall, "" if ms is None else f", {ms:.4f} ms",
+            key, winner.config_id, len(cands) + aten, source, wall, "" if ms is None else f", {ms:.4f} ms",
         )  # fmt: skip
         return winner
 
@@ -276,8 +286,9 @@ def compile_in_parallel(
     return passed
 
 
-def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[KernelConfig, float]:
-    """Compile (first launch) and time each config on the call's inputs; the fastest. Failures are skipped."""
+def time_candidates(call: GemmCall, configs: list[KernelConfig], aten: bool = False) -> tuple[Choice, float]:
+    """Compile (first launch) and time each config on the call's inputs, and torch._grouped_mm with `aten`; the
+    fastest. Failures are skipped (ATen's too: a call it does not support)."""
     from autoheur.collect.timing import Timer, WallTimer
     from autoheur.kernels.grouped_gemm import launch
 
@@ -290,6 +301,12 @@ def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[Kernel
             log.warning("autoheur: config %s failed on this call: %s", cfg.config_id, exc)
             continue
         fns[cfg.config_id] = lambda c=cfg: launch(call, c, out)
+    if aten:
+        try:
+            aten_grouped_mm(call)
+            fns[ATEN_ID] = lambda: aten_grouped_mm(call)
+        except (RuntimeError, NotImplementedError, TypeError) as exc:  # a dtype or layout ATen does not take
+            log.info("autoheur: torch._grouped_mm cannot run this call, not a candidate: %s", str(exc)[:200])
     if not fns:
         raise RuntimeError(f"none of the {len(configs)} candidate configs could run this call")
     gpu = call.a.is_cuda and not interpreting()
@@ -297,7 +314,7 @@ def time_candidates(call: GemmCall, configs: list[KernelConfig]) -> tuple[Kernel
     # The one winner is cached for good, so an abort is confirmed: a stall during one run cannot rule the best out.
     timings = timer.screen(fns, reps=3, abort_factor=3.0, confirm_aborts=True)
     best = min((t.median_ms, cid) for cid, t in timings.items() if not t.censored)
-    return KernelConfig.from_id(best[1]), best[0]
+    return choice_from_id(best[1]), best[0]
 
 
 _TUNER: Tuner | None = None

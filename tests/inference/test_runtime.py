@@ -1,6 +1,7 @@
 """Run time: tuning keys, the tuned-config cache, the tuner's modes and fallback, the custom op's gradients and its
 tracing under torch.compile. On the CPU the kernels run in the interpreter; with a GPU the same tests run on it
-(tensors are made on the default device, which the autouse fixture sets), so the gradients are checked there too."""
+(tensors are made on the default device, which the autouse fixture of conftest.py sets), so the gradients are
+checked there too."""
 
 from __future__ import annotations
 
@@ -22,17 +23,6 @@ from autoheur.kernels.validate import validate
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
 OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    """Every test: its own disk cache, a fresh process tuner, and a small top-k (the interpreter is slow)."""
-    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("AUTOHEUR_TOP_K", "2")
-    monkeypatch.setattr(tuner_mod, "_TUNER", None)
-    torch.set_default_device(DEVICE)
-    yield
-    torch.set_default_device(None)
 
 
 def test_bucket_is_exact_when_small_then_powers_of_two():
@@ -102,7 +92,9 @@ def test_grouped_mm_tunes_once_then_hits_the_cache(monkeypatch):
     a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
     calls = []
     real = tuner_mod.time_candidates
-    monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs: calls.append(len(cfgs)) or real(call, cfgs))
+    monkeypatch.setattr(
+        tuner_mod, "time_candidates", lambda call, cfgs, **kw: calls.append(len(cfgs)) or real(call, cfgs, **kw)
+    )
     out = grouped_mm(a, b, OFFS)
     torch.testing.assert_close(out[:28], reference_grouped_mm(a, b, OFFS)[:28])
     grouped_mm(torch.randn(28, 24), b, torch.tensor([3, 9, 28], dtype=torch.int32))  # same bucket: no tuning
@@ -111,7 +103,7 @@ def test_grouped_mm_tunes_once_then_hits_the_cache(monkeypatch):
 
 def test_mode_off_takes_the_top1_untimed(monkeypatch):
     monkeypatch.setenv("AUTOHEUR_TUNE", "off")
-    monkeypatch.setattr(tuner_mod, "time_candidates", lambda *a: pytest.fail("timed in mode off"))
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda *a, **kw: pytest.fail("timed in mode off"))
     grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
 
 
@@ -197,7 +189,7 @@ def test_where_candidates_compile(monkeypatch, mode, setting, where):
     tuner = tuner_mod.Tuner()
     call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
     if mode == "exhaustive":  # the whole space in the interpreter is slow: time only what compiled
-        monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs: (cfgs[0], 1.0))
+        monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs, **kw: (cfgs[0], 1.0))
     tuner.config_for(call)
     assert len(seen) == 1
     threads, pool = seen[0]
@@ -314,14 +306,18 @@ def test_compiles_fullgraph_without_breaks():
     torch.testing.assert_close(compiled(x, w_up, w_down, OFFS)[:28], block(x, w_up, w_down, OFFS)[:28])
 
 
-def test_tune_cli_reports_the_choice(tmp_path, capsys):
+@pytest.mark.parametrize("aten", ["off", "on"])
+def test_tune_cli_reports_the_choice(tmp_path, capsys, monkeypatch, aten):
     from autoheur.cli import main
 
+    monkeypatch.setenv("AUTOHEUR_ATEN", aten)  # torch._grouped_mm offered beside the 2 configs, as at run time
     shapes = tmp_path / "s.jsonl"
     shapes.write_text('{"groups": 3, "sizes": [8, 0, 24], "n": 32, "k": 32, "dtype": "float16", "name": "tiny"}\n')
     assert main(["tune", "--shapes", str(shapes), "--top-k", "2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows[0]["problem"] == "tiny" and rows[0]["candidates"] == 2 and rows[0]["ms"] > 0
+    offered = 2 + (aten == "on")
+    assert rows[0]["problem"] == "tiny" and rows[0]["candidates"] == offered and rows[0]["ms"] > 0
+    assert rows[0]["source"].endswith("+ aten") == (aten == "on")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"groups": 3}\n')
     assert main(["tune", "--shapes", str(bad)]) == 2

@@ -1,0 +1,76 @@
+"""`torch._grouped_mm` itself as a tuning candidate.
+
+The brief autotune times the predicted Triton configs and, where AUTOHEUR_ATEN allows, torch's own grouped GEMM
+(CUTLASS on sm90) on the same inputs, and keeps whichever is fastest, as Inductor's max-autotune keeps its ATen
+choice. Where the vendor kernel wins (large prefill problems, where both run near the matmul ceiling), a call then
+costs what `torch._grouped_mm` costs instead of a few percent more. The winner is cached by its id, "aten", beside
+the Triton config ids.
+
+AUTOHEUR_ATEN:
+  auto  (default) a candidate when the call runs on a GPU (in the interpreter the comparison would be meaningless:
+        ATen's CPU code against the interpreted kernel)
+  on    always a candidate (also on the CPU, where tests use it)
+  off   never: Triton configs only
+A call that torch._grouped_mm cannot run (a dtype or layout it does not support) just leaves it out of the timing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from autoheur.kernels.config import KernelConfig
+from autoheur.kernels.validate import GemmCall, interpreting
+
+ATEN_ID = "aten"
+ATEN_SETTINGS = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class AtenChoice:
+    """The tuned choice "run torch._grouped_mm" (it has an id like a KernelConfig, and nothing else)."""
+
+    config_id: str = ATEN_ID
+
+
+ATEN = AtenChoice()
+
+
+def choice_from_id(config_id: str) -> KernelConfig | AtenChoice:
+    """A cached or timed choice by id: ATEN, or the KernelConfig the id names (ValueError for a malformed id)."""
+    return ATEN if config_id == ATEN_ID else KernelConfig.from_id(config_id)
+
+
+def aten_setting() -> str:
+    value = os.environ.get("AUTOHEUR_ATEN", "auto").strip().lower()
+    if value not in ATEN_SETTINGS:
+        raise ValueError(f"AUTOHEUR_ATEN={value!r}: expected one of {ATEN_SETTINGS}")
+    return value
+
+
+def aten_allowed(gpu: bool) -> bool:
+    """Whether torch._grouped_mm is timed beside the configs, on a GPU (`gpu`) or in the interpreter."""
+    setting = aten_setting()
+    return setting == "on" or (setting == "auto" and gpu)
+
+
+def aten_for(call: GemmCall) -> bool:
+    return aten_allowed(call.a.is_cuda and not interpreting())
+
+
+def aten_grouped_mm(call: GemmCall) -> torch.Tensor:
+    """torch._grouped_mm on a validated call's tensors."""
+    return torch._grouped_mm(call.a, call.b, call.offs, out_dtype=call.out_dtype)
+
+
+def run_choice(call: GemmCall, choice: KernelConfig | AtenChoice, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Compute a validated call with a tuned choice (into `out` for a Triton config, allocated when None)."""
+    if choice is ATEN or isinstance(choice, AtenChoice):
+        return aten_grouped_mm(call)
+    from autoheur.kernels.grouped_gemm import launch
+
+    if out is None:
+        out = torch.empty(call.out_shape, dtype=call.out_dtype, device=call.a.device)
+    return launch(call, choice, out)

@@ -1,0 +1,137 @@
+"""torch._grouped_mm as a tuning candidate (AUTOHEUR_ATEN): when it is timed, what a win caches and how a cached
+"aten" runs, on the full path and the hot path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import autoheur.inference.api as api
+from autoheur.inference import aten as aten_mod
+from autoheur.inference import tuner as tuner_mod
+from autoheur.inference.api import grouped_mm
+from autoheur.inference.aten import ATEN, AtenChoice, aten_allowed, choice_from_id, run_choice
+from autoheur.inference.cache import TuneCache
+from autoheur.kernels.config import KernelConfig
+from autoheur.kernels.validate import validate
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
+CFG = "m64n128k64s3w4g8-ptr"
+
+
+@pytest.mark.parametrize(
+    "setting,gpu,allowed",
+    [("auto", True, True), ("auto", False, False), ("on", False, True), ("off", True, False), (" ON ", False, True)],
+)
+def test_setting(monkeypatch, setting, gpu, allowed):
+    monkeypatch.setenv("AUTOHEUR_ATEN", setting)
+    assert aten_allowed(gpu) is allowed
+
+
+def test_bad_setting_is_refused(monkeypatch):
+    monkeypatch.setenv("AUTOHEUR_ATEN", "maybe")
+    with pytest.raises(ValueError, match="AUTOHEUR_ATEN='maybe'"):
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+
+
+def test_choice_ids():
+    assert choice_from_id("aten") is ATEN and AtenChoice() == ATEN
+    assert choice_from_id(CFG) == KernelConfig.from_id(CFG)
+    with pytest.raises(ValueError):
+        choice_from_id("cutlass")
+
+
+def _tune_with(monkeypatch, setting: str) -> list[bool]:
+    """Tune one call under AUTOHEUR_ATEN=`setting` with the timing stubbed to let ATen win whenever it is timed;
+    the `aten` flags the timing was called with."""
+    monkeypatch.setenv("AUTOHEUR_ATEN", setting)
+    seen = []
+
+    def fake(call, cfgs, aten=False):
+        seen.append(aten)
+        return (ATEN, 0.5) if aten else (cfgs[0], 1.0)
+
+    monkeypatch.setattr(tuner_mod, "time_candidates", fake)
+    return seen
+
+
+def test_an_aten_win_runs_torch_grouped_mm_and_is_cached(monkeypatch):
+    seen = _tune_with(monkeypatch, "on")
+    spy = []
+    real = api.aten_grouped_mm
+    monkeypatch.setattr(api, "aten_grouped_mm", lambda call: spy.append(1) or real(call))
+    monkeypatch.setattr(api, "launch", lambda *a: pytest.fail("launched a Triton kernel after an ATen win"))
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    out = grouped_mm(a, b, OFFS)
+    torch.testing.assert_close(out, torch._grouped_mm(a, b, OFFS))
+    assert seen == [True] and spy == [1]
+    grouped_mm(torch.randn(28, 24), b, OFFS)  # the hot path: same properties
+    assert seen == [True] and spy == [1, 1]
+    # another process reads the choice back from disk, from the cache of choices made with ATen among them
+    tuner = tuner_mod.Tuner()
+    call = validate(a, b, OFFS)
+    assert tuner.config_for(call) is ATEN and seen == [True]
+    entry = next(iter(json.loads(tuner.cache(call.device.name, aten=True).path.read_text()).values()))
+    assert entry["config"] == "aten" and entry["source"].endswith("+ aten") and entry["candidates"] == 3
+
+
+def test_with_aten_off_it_is_never_timed_nor_read_back(monkeypatch):
+    seen = _tune_with(monkeypatch, "on")
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    grouped_mm(a, b, OFFS)  # ATen wins and is cached
+    seen.clear()
+    monkeypatch.setenv("AUTOHEUR_ATEN", "off")
+    tuner = tuner_mod.Tuner()
+    choice = tuner.config_for(validate(a, b, OFFS))
+    assert isinstance(choice, KernelConfig) and seen == [False]  # tuned again, Triton only, in its own cache
+
+
+def test_mode_off_never_times_aten(monkeypatch):
+    seen = _tune_with(monkeypatch, "on")
+    monkeypatch.setenv("AUTOHEUR_TUNE", "off")
+    assert isinstance(
+        tuner_mod.Tuner().config_for(validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)), KernelConfig
+    )
+    assert seen == []
+
+
+def test_default_times_aten_on_a_gpu_only(monkeypatch):
+    monkeypatch.delenv("AUTOHEUR_ATEN", raising=False)
+    seen = []
+    monkeypatch.setattr(
+        tuner_mod, "time_candidates", lambda call, cfgs, aten=False: seen.append(aten) or (cfgs[0], 1.0)
+    )
+    tuner_mod.Tuner().config_for(validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS))
+    assert seen == [DEVICE == "cuda" and not aten_mod.interpreting()]
+
+
+def test_aten_that_cannot_run_the_call_is_left_out(monkeypatch):
+    """A call torch._grouped_mm refuses (a dtype or layout it does not take) is timed over the configs alone."""
+
+    def refuse(*a, **kw):
+        raise RuntimeError("Grouped gemm output dtype must match `mat_a` dtype")
+
+    monkeypatch.setattr(torch, "_grouped_mm", refuse)
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    choice, ms = tuner_mod.time_candidates(call, [KernelConfig.from_id(CFG)], aten=True)
+    assert choice == KernelConfig.from_id(CFG) and ms > 0
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="on a GPU either may win; in the interpreter ATen's CPU code always does")
+def test_real_timing_includes_aten():
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    choice, ms = tuner_mod.time_candidates(call, [KernelConfig.from_id(CFG)], aten=True)
+    assert choice is ATEN and ms > 0
+    torch.testing.assert_close(run_choice(call, choice), torch._grouped_mm(call.a, call.b, call.offs))
+    torch.testing.assert_close(run_choice(call, KernelConfig.from_id(CFG)), run_choice(call, ATEN))
+
+
+def test_cache_accepts_aten_and_keeps_it_apart(tmp_path):
+    TuneCache("GPU X", tmp_path, aten=True).put("k", {"config": "aten"})
+    assert TuneCache("GPU X", tmp_path, aten=True).get("k")["config"] == "aten"
+    assert TuneCache("GPU X", tmp_path).get("k") is None
+    with pytest.raises(ValueError):
+        TuneCache("GPU X", tmp_path, aten=True).put("bad", {"config": "cutlass"})
