@@ -14,6 +14,7 @@ from autoheur.collect.store import MANIFEST, DatasetStore
 from autoheur.collect.workloads import public_problems
 from autoheur.models import artifact
 from autoheur.models.artifact import TrainedModel
+from autoheur.models.rankers import TRAIN_RELEVANCE
 from autoheur.models.train import train
 
 H100 = artifact.MODELS_DIR.parent / "data" / "nvidia-h100-80gb-hbm3"
@@ -140,8 +141,9 @@ def test_shipped_models_load_and_predict():
 
 
 def test_train_applies_the_family_defaults(tmp_path):
-    """The Inductor family keeps the single inner-CV-selected objective (rankers.FAMILY_PARAMS); autoheur's own
-    kernel family gets the ensemble."""
+    """The Inductor family keeps the single inner-CV-selected objective and the 6 metric grades as training labels
+    (rankers.FAMILY_PARAMS); autoheur's own kernel family gets the ensemble and the 9 grades."""
+    from autoheur.models.metrics import RELEVANCE_THRESHOLDS
     from autoheur.models.rankers import ENSEMBLE, OBJECTIVES
 
     inductor = artifact.MODELS_DIR.parent / "data" / "inductor-nvidia-h100-80gb-hbm3"
@@ -149,6 +151,7 @@ def test_train_applies_the_family_defaults(tmp_path):
     model = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small)
     assert model.meta["objective"] in OBJECTIVES and set(model.meta["objective_selection"]) == set(OBJECTIVES)
     assert model.meta["family"] == "inductor"
+    assert tuple(model.ranker.relevance) == RELEVANCE_THRESHOLDS  # the 6 grades its shipped model was trained on
     forced = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params={**small, "objective": ENSEMBLE})
     assert forced.meta["objective"] == ENSEMBLE  # explicit parameters still win
 
@@ -156,3 +159,4 @@ def test_train_applies_the_family_defaults(tmp_path):
 def test_the_triton_family_trains_the_ensemble(trained):
     model, _ = trained
     assert model.meta["objective"] == "ensemble" and len(model.ranker.members_) == 2
+    assert tuple(model.ranker.relevance) == TRAIN_RELEVANCE
