@@ -85,7 +85,10 @@ def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = Fals
     prev = os.environ.get("AUTOHEUR_ATEN")
     os.environ["AUTOHEUR_ATEN"] = "off"
     triton_cfg = Tuner().config_for(call)
-    os.environ.pop("AUTOHEUR_ATEN") if prev is None else os.environ.update(AUTOHEUR_ATEN=prev)
+    if prev is None:
+        del os.environ["AUTOHEUR_ATEN"]
+    else:
+        os.environ["AUTOHEUR_ATEN"] = prev
     launch(call, triton_cfg, buf)  # compiled outside any timed region
     row.update(triton_config=triton_cfg.config_id, triton_ms=bench_ms(lambda: launch(call, triton_cfg, buf)))
     if oracle_id:

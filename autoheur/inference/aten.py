@@ -67,7 +67,7 @@ def aten_grouped_mm(call: GemmCall) -> torch.Tensor:
 
 def run_choice(call: GemmCall, choice: KernelConfig | AtenChoice, out: torch.Tensor | None = None) -> torch.Tensor:
     """Compute a validated call with a tuned choice (into `out` for a Triton config, allocated when None)."""
-    if choice is ATEN or isinstance(choice, AtenChoice):
+    if isinstance(choice, AtenChoice):
         return aten_grouped_mm(call)
     from autoheur.kernels.grouped_gemm import launch
 
