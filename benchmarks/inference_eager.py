@@ -19,11 +19,13 @@ Phases (``--phases``, comma-separated):
                exhaustive in another fresh process (every feasible config compiled on all cores, checked and timed):
                the measured wall time of exhaustive tuning.
   overhead   one small problem, tuned once, then host microseconds per call (median of 2000 calls per variant,
-             the variants interleaved in 10 rounds of 200, no sync inside a round) for the raw launch of the chosen
-             config (into a preallocated output, and allocating it as torch._grouped_mm does), the kernel wrapper
-             with that config, and the cached `autoheur.grouped_mm`, with offsets checked and trusted
-             (AUTOHEUR_CHECK_OFFSETS); then the GPU time per call of 100 calls captured in a CUDA graph, for the
-             raw launch and the cached call.
+             the variants interleaved in 10 rounds of 200, no sync inside a round) for: the direct launch of the
+             chosen config (the jitted kernel called with its grid and arguments worked out beforehand, allocating
+             its output, and into a preallocated one), its BoundLaunch, `kernels.launch` (which works the grid and
+             arguments out per call), the kernel wrapper with that config, and the cached `autoheur.grouped_mm`, with
+             offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); the cached call's parts alone (its signature, the
+             output allocation); overhead_us = trusted cached call - direct launch. Then the GPU time per call of 100
+             calls captured in a CUDA graph, for the direct launch and the cached call.
 
 Example (one H100):
   TRITON_CACHE_DIR=$PWD/.cache/triton python benchmarks/inference_eager.py --out $OUT --exhaustive-live 2
@@ -216,10 +218,12 @@ def phase_overhead(args, out: Path) -> dict:
 
     import autoheur
     import autoheur.inference.api as api
+    import autoheur.kernels.grouped_gemm as gg
     from autoheur.collect.timing import bench_ms
     from autoheur.collect.workloads import public_problems
     from autoheur.kernels import grouped_mm as kernel_grouped_mm
     from autoheur.kernels import launch, validate
+    from autoheur.kernels.launcher import BoundLaunch
 
     p = next(q for q in public_problems() if q.name == args.overhead_problem)
     a, b, offs = p.make_inputs("cuda")
@@ -232,6 +236,21 @@ def phase_overhead(args, out: Path) -> dict:
     buf = torch.empty(call.out_shape, dtype=call.out_dtype, device="cuda")
     res = {"problem": p.name, "config": cfg.config_id}
 
+    # The direct launch: the jitted kernel called with its grid and every argument worked out beforehand, the output
+    # allocated as the cached call allocates it. Nothing a caller could leave out.
+    bound = BoundLaunch(call, cfg)
+    kernel = gg.grouped_gemm_kernel[(gg.num_programs(call, cfg),)]
+    scalars = (call.groups, call.m, call.n, call.k, *call.a_strides, *call.b_strides, *call.c_strides)
+    kwargs = dict(RAGGED=int(call.ragged), A_K_CONTIG=call.a_k_contig, B_N_CONTIG=call.b_n_contig,
+                  DOT_PRECISION="ieee" if a.dtype == torch.float32 else None, **cfg.kernel_kwargs())  # fmt: skip
+    shape, dtype = call.out_shape, call.out_dtype
+
+    def direct():
+        kernel(a, b, a.new_empty(shape, dtype=dtype), offs, *scalars, **kwargs)
+
+    def direct_into():
+        kernel(a, b, buf, offs, *scalars, **kwargs)
+
     def cached(check: bool):
         def call_it():
             api.CHECK_OFFSETS = check
@@ -240,15 +259,23 @@ def phase_overhead(args, out: Path) -> dict:
         return call_it
 
     res.update({f"{name}_us": us for name, us in _host_us({
+        "direct_launch": direct,
+        "direct_launch_into": direct_into,
+        "bound_launch": lambda: bound(a, b, offs),
         "launch": lambda: launch(call, cfg, buf),
         "launch_alloc": lambda: launch(call, cfg, torch.empty_like(buf)),
         "kernel_wrapper": lambda: kernel_grouped_mm(a, b, offs, config=cfg),
         "kernel_wrapper_trusted": lambda: kernel_grouped_mm(a, b, offs, config=cfg, check_offsets=False),
         "cached_call_checked": cached(True),
         "cached_call_trusted": cached(False),
+        # the parts, alone (no launch)
+        "part_signature": lambda: api._signature(a, b, offs, None),
+        "part_new_empty": lambda: a.new_empty(shape, dtype=dtype),
+        "part_empty_device": lambda: torch.empty(shape, dtype=dtype, device=a.device),
     }).items()})  # fmt: skip
     api.CHECK_OFFSETS = True
-    res["graph_launch_us"] = _graph_us(lambda: launch(call, cfg, buf))
+    res["overhead_us"] = res["cached_call_trusted_us"] - res["direct_launch_us"]
+    res["graph_launch_us"] = _graph_us(direct_into)
     res["graph_cached_call_us"] = _graph_us(lambda: autoheur.grouped_mm(a, b, offs))
     res["kernel_ms"] = bench_ms(lambda: launch(call, cfg, buf))
     print(json.dumps(res), flush=True)

@@ -4,8 +4,9 @@ found it fastest, torch._grouped_mm itself: aten.py).
 A new tuning key (see key.py) costs one brief autotune of the predicted configs. After that, a call whose tensors
 match an earlier call's in every property that validation reads (shapes, strides, dtypes, devices, 16-byte pointer
 alignment) skips validation and the key: one tuple built from those properties, one dictionary lookup, the output
-allocation and the launch (benchmarks/inference_eager.py measures what that adds over a bare launch). Every other
-call is validated in full before anything runs.
+allocation and the launch, whose arguments were bound once for those properties (kernels/launcher.py).
+benchmarks/inference_eager.py measures what that adds over launching the kernel directly. Every other call is
+validated in full before anything runs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from autoheur.inference.aten import ATEN, aten_grouped_mm
 from autoheur.inference.tuner import default_tuner
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
+from autoheur.kernels.launcher import BoundLaunch
 from autoheur.kernels.validate import ALIGN_BYTES, GemmCall, check_config, check_offsets_values, validate
 
 # Read the offsets back to check their values on every call (one small device-to-host copy and a sync; skipped during
@@ -60,13 +62,12 @@ def grouped_mm(
     sig = _signature(a, b, offs, out_dtype)
     hit = tuner.fast.get(sig) if sig is not None else None
     if hit is not None:
-        fields, cfg = hit
-        call = _rebind(fields, a, b, offs)
-        if CHECK_OFFSETS:
-            check_offsets_values(call)
-        if cfg is ATEN:
-            return aten_grouped_mm(call)
-        return launch(call, cfg, torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device))
+        fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
+        if CHECK_OFFSETS and offs is not None:
+            check_offsets_values(_rebind(fields, a, b, offs))
+        if bound is None:
+            return aten_grouped_mm(_rebind(fields, a, b, offs))
+        return bound(a, b, offs)
     call = validate(a, b, offs, out_dtype, check_offsets=CHECK_OFFSETS)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
     if out.numel() == 0:
@@ -77,5 +78,6 @@ def grouped_mm(
     if cfg is not ATEN:
         check_config(cfg, call)
     if sig is not None:
-        tuner.remember(sig, {f: v for f, v in call.__dict__.items() if f not in _TENSORS}, cfg)
+        fields = {f: v for f, v in call.__dict__.items() if f not in _TENSORS}
+        tuner.remember(sig, fields, None if cfg is ATEN else BoundLaunch(call, cfg))
     return aten_grouped_mm(call) if cfg is ATEN else launch(call, cfg, out)

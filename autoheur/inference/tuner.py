@@ -40,6 +40,7 @@ from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_
 from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
 from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
+from autoheur.kernels.launcher import BoundLaunch
 from autoheur.kernels.validate import GemmCall, interpreting
 from autoheur.problem import LAYOUTS, Problem
 
@@ -131,17 +132,18 @@ class Tuner:
         self._models: dict[str, object] = {}
         self._warned: set[str] = set()
         self._chosen: dict[tuple, Choice] = {}  # one dict lookup, no parsing, no lock
-        # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, choice).
-        self.fast: dict[tuple, tuple[dict, Choice]] = {}
+        # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, the chosen
+        # config's BoundLaunch, or None for torch._grouped_mm).
+        self.fast: dict[tuple, tuple[dict, BoundLaunch | None]] = {}
         self._lock = threading.RLock()
         self._pool = None  # the compile workers, kept between tunings (precompile.WorkerPool)
 
     FAST_ENTRIES = 4096  # signatures change with every token count; past this many, start over
 
-    def remember(self, sig: tuple, fields: dict, cfg: Choice) -> None:
+    def remember(self, sig: tuple, fields: dict, bound: BoundLaunch | None) -> None:
         if len(self.fast) >= self.FAST_ENTRIES:
             self.fast.clear()
-        self.fast[sig] = (fields, cfg)
+        self.fast[sig] = (fields, bound)
 
     def cache(self, device_name: str, aten: bool = False) -> TuneCache:
         """The cache of this GPU's choices; those made with torch._grouped_mm among the candidates (`aten`) are kept
