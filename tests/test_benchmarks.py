@@ -65,3 +65,27 @@ def test_agreement(retest):
     g = retest.agreement(a, b).iloc[0]
     assert g["same_oracle"] and g["tau_ab"] == pytest.approx(1 / 3)  # one discordant pair of three
     assert g["top10_abs_log_ratio"] == pytest.approx(abs(math.log(2.9 / 3.0)))  # the median of 0, 0.44 and 0.034
+
+
+@pytest.mark.parametrize("subtile", [False, True], ids=["one-store", "two-halves"])
+def test_headroom_variant_kernel_computes_the_grouped_gemm(subtile, monkeypatch):
+    """benchmarks/kernel_headroom.py's TMA-store variant (interpreter: fp16, tiny, an empty group and ragged ends)."""
+    import torch
+
+    from autoheur.kernels import KernelConfig, reference_grouped_mm, relative_error, validate
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    spec = importlib.util.spec_from_file_location("kernel_headroom", ROOT / "benchmarks" / "kernel_headroom.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    gen = torch.Generator().manual_seed(0)
+    sizes, n, k = (5, 0, 19, 8), 48, 40
+    a = torch.randn(sum(sizes), k, generator=gen).half()
+    b = torch.randn(len(sizes), n, k, generator=gen).half().transpose(1, 2)  # stored [G, N, K], as the public problems
+    offs = torch.tensor(sizes).cumsum(0).to(torch.int32)
+    call = validate(a, b, offs)
+    out = torch.full(call.out_shape, float("nan"), dtype=torch.float16)
+    cfg = KernelConfig(16, 32, 32, 2, 2, load="tma")
+    monkeypatch.setattr(mod, "_alloc", lambda size, alignment, stream: torch.empty(size, dtype=torch.int8))
+    got = mod.run_variant(call, cfg, subtile, out)
+    assert relative_error(got, reference_grouped_mm(a, b, offs)) < 1e-2
