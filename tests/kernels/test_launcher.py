@@ -36,14 +36,14 @@ class _Recorder:
 @pytest.mark.parametrize("out_dtype", [None, torch.float32], ids=["out-same", "out-fp32"])
 @pytest.mark.parametrize("majors", [(True, True), (False, False)], ids=["row-major", "col-major"])
 @pytest.mark.parametrize("ragged", list(LAYOUT_IDS), ids=list(LAYOUT_IDS.values()))
-def test_bound_launch_passes_what_launch_passes(ragged, majors, out_dtype, cfg, monkeypatch):
+def test_bound_launch_passes_what_launch_passes(ragged, majors, out_dtype, cfg, device, monkeypatch):
     rec = _Recorder()
     allocators = []
     monkeypatch.setattr(gg, "grouped_gemm_kernel", rec)
     monkeypatch.setattr(triton, "set_allocator", allocators.append)
-    a, b, offs = make_problem(ragged, *majors)
+    a, b, offs = make_problem(ragged, *majors, device=device)
     call = validate(a, b, offs, out_dtype)
-    out = torch.empty(call.out_shape, dtype=call.out_dtype)
+    out = torch.empty(call.out_shape, dtype=call.out_dtype, device=device)
     launch(call, cfg, out)
     BoundLaunch(call, cfg)(a, b, offs, out)
     (grid0, args0, kw0), (grid1, args1, kw1) = rec.launches
@@ -52,10 +52,10 @@ def test_bound_launch_passes_what_launch_passes(ragged, majors, out_dtype, cfg, 
     assert allocators == ([gg._alloc_scratch] * 2 if cfg.load == "tma" else [])
 
 
-def test_bound_launch_allocates_the_output_like_the_call(monkeypatch):
+def test_bound_launch_allocates_the_output_like_the_call(device, monkeypatch):
     rec = _Recorder()
     monkeypatch.setattr(gg, "grouped_gemm_kernel", rec)
-    a, b, offs = make_problem(Ragged.M)
+    a, b, offs = make_problem(Ragged.M, device=device)
     call = validate(a, b, offs, torch.float32)
     out = BoundLaunch(call, CONFIGS["ptr"])(a, b, offs)
     assert out.shape == call.out_shape and out.dtype == torch.float32 and out.device == a.device
