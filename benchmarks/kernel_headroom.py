@@ -12,12 +12,15 @@ config space reaches about 1.08x. This probe measures, per public problem (2D x 
   aten        torch._grouped_mm
   dense       torch.mm of the same total rows against one expert's weight: the same FLOPs with one weight matrix,
               a ceiling for the compute-bound problems that no grouping cost burdens
+  flat        a second variant (2D x 3D): one tile loop over all groups, each tile's group found from the offsets
+              held in registers, single host-built TMA descriptors for A and B, masked pointer stores; with and
+              without `tl.range(flatten=True)`, which lets Triton pipeline the loads across tiles
   roofline    max(bytes / peak bandwidth, FLOPs / peak bf16 rate) from the H100 SXM data sheet (3.35 TB/s, 989 TFLOPS)
 
-The variant is not part of the config space (the shipped datasets were timed with the shipped kernel); it lives here
-only to measure whether an epilogue change is worth a re-collection.
+The variants are not part of the config space (the shipped datasets were timed with the shipped kernel); they live
+here only to measure whether a kernel change is worth a re-collection.
 
-  python benchmarks/kernel_headroom.py --out $OUT [--configs 6]
+  python benchmarks/kernel_headroom.py --out $OUT [--configs 6] [--variants tma_store,flat] [--match prefill]
 """
 
 from __future__ import annotations
@@ -97,6 +100,50 @@ def tma_store_kernel(
         start = end
 
 
+@triton.jit
+def flat_kernel(
+    a_desc, b_desc, c_ptr, offs_ptr, G, N, K, stride_cm,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BLOCK_G: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):  # fmt: skip
+    """2D x 3D with one tile loop over all groups: each program works out the group of a tile from the offsets held
+    in registers (a prefix sum of tiles per group), so the loop has no per-group structure and Triton may flatten
+    it with the K loop (`FLATTEN`), letting loads for the next tile start before this tile's epilogue. A and B go
+    through single host-built TMA descriptors ([M, K] and [G * N, K]): rows past a group's end read the next group's
+    data into output rows and columns that the masked store leaves alone."""
+    gi = tl.arange(0, BLOCK_G)
+    in_g = gi < G
+    ends = tl.load(offs_ptr + gi, mask=in_g, other=0)
+    starts = tl.load(offs_ptr + gi - 1, mask=in_g & (gi > 0), other=0)
+    m_g = tl.where(in_g, ends - starts, 0)
+    num_n = tl.cdiv(N, BLOCK_N)
+    tiles_g = tl.cdiv(m_g, BLOCK_M) * num_n
+    incl = tl.cumsum(tiles_g, 0)
+    total = tl.sum(tiles_g, 0)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), total, tl.num_programs(0), flatten=FLATTEN,
+                         warp_specialize=WARP_SPECIALIZE):  # fmt: skip
+        g = tl.sum((incl <= tile).to(tl.int32), 0)
+        here = gi == g
+        before = tl.sum(tl.where(here, incl - tiles_g, 0), 0)
+        row0 = tl.sum(tl.where(here, starts, 0), 0)
+        rows = tl.sum(tl.where(here, m_g, 0), 0)
+        pid_m, pid_n = _tile_coords(tile - before, tl.cdiv(rows, BLOCK_M), num_n, GROUP_M)
+        m0 = pid_m * BLOCK_M
+        n0 = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kk in range(k_tiles):
+            a = a_desc.load([row0 + m0, kk * BLOCK_K])
+            b = b_desc.load([g * N + n0, kk * BLOCK_K])
+            acc = tl.dot(a, b.T, acc)
+        c_ptrs = c_ptr + tl.cast(row0 + m0, tl.int64) * stride_cm + n0
+        c_ptrs = c_ptrs + rm[:, None] * stride_cm + rn[None, :]
+        mask = ((m0 + rm)[:, None] < rows) & ((n0 + rn)[None, :] < N)
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
 def _alloc(size: int, alignment: int, stream) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
@@ -117,10 +164,43 @@ def run_variant(call, cfg, subtile: bool, out: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def measure(p, top: list[str], n_configs: int) -> dict:
+def run_flat(call, cfg, flatten: bool, out: torch.Tensor) -> torch.Tensor:
+    """The one-loop variant (2D x 3D, A row-major, B stored [G, N, K]), on the shipped kernel's grid."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from autoheur.kernels.grouped_gemm import num_programs
+
+    a, b = call.a, call.b
+    g, n, k = call.groups, call.n, call.k
+    a_desc = TensorDescriptor.from_tensor(a, [cfg.block_m, cfg.block_k])
+    b_desc = TensorDescriptor.from_tensor(b.transpose(1, 2).reshape(g * n, k), [cfg.block_n, cfg.block_k])
+    flat_kernel[(num_programs(call, cfg),)](
+        a_desc, b_desc, out, call.offs, g, n, k, out.stride(0),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        BLOCK_G=max(16, triton.next_power_of_2(g)), FLATTEN=flatten, WARP_SPECIALIZE=cfg.warp_specialize,
+        num_stages=cfg.num_stages, num_warps=cfg.num_warps,
+    )  # fmt: skip
+    return out
+
+
+def _try(timed, fresh, ref) -> float | str:
+    """do_bench median of `timed` if `fresh` (the same launch into a new output) matches `ref`, else why not."""
+    from autoheur.collect.timing import bench_ms
+    from autoheur.kernels import relative_error
+
+    try:
+        err = relative_error(fresh(), ref)
+        if err > 2e-2:
+            return f"wrong: relative error {err:.3g}"
+        return bench_ms(timed)
+    except Exception as e:  # a config the variant cannot compile: recorded, not fatal
+        return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def measure(p, top: list[str], n_configs: int, variants: set[str]) -> dict:
     """One public problem: the best of its top configs, the variant on its TMA configs, ATen, dense, roofline."""
     from autoheur.collect.timing import bench_ms
-    from autoheur.kernels import KernelConfig, launch, reference_grouped_mm, relative_error, validate
+    from autoheur.kernels import KernelConfig, launch, reference_grouped_mm, validate
 
     tma = [c for c in top if "-tma" in c][:n_configs]
     cfgs = [KernelConfig.from_id(c) for c in dict.fromkeys(top[:n_configs] + tma)]
@@ -132,23 +212,36 @@ def measure(p, top: list[str], n_configs: int) -> dict:
     ours = {c.config_id: bench_ms(lambda c=c: launch(call, c, out)) for c in cfgs}
     row["ours_config"], row["ours_ms"] = min(ours.items(), key=lambda kv: kv[1])
     var = {}
+    layout_ok = p.layout == "2d3d" and p.b_major == "k" and p.a_major == "k"
     for c in cfgs:
-        if c.load != "tma" or p.b_major != "k" or p.a_major != "k":
+        if "tma_store" not in variants or c.load != "tma" or not layout_ok:
             continue
         for subtile in (False, True):
             name = c.config_id + ("-sub" if subtile else "")
-            try:
-                err = relative_error(run_variant(call, c, subtile, torch.empty_like(out)), ref)
-                if err > 2e-2:
-                    var[name] = f"wrong: relative error {err:.3g}"
-                    continue
-                var[name] = bench_ms(lambda c=c, s=subtile: run_variant(call, c, s, out))
-            except Exception as e:  # a config the variant cannot compile: recorded, not fatal
-                var[name] = f"{type(e).__name__}: {str(e)[:200]}"
+            var[name] = _try(
+                lambda c=c, s=subtile: run_variant(call, c, s, out),
+                lambda c=c, s=subtile: run_variant(call, c, s, torch.empty_like(out)),
+                ref,
+            )
     timed = {k: v for k, v in var.items() if isinstance(v, float)}
     if timed:
         row["tma_store_config"], row["tma_store_ms"] = min(timed.items(), key=lambda kv: kv[1])
     row["variants"] = var
+    flat = {}
+    for c in cfgs:  # the one-loop variant loads through TMA whatever the config's load path
+        if "flat" not in variants or not layout_ok:
+            continue
+        for flatten in (False, True):
+            name = c.config_id + ("-flat" if flatten else "-loop")
+            flat[name] = _try(
+                lambda c=c, f=flatten: run_flat(call, c, f, out),
+                lambda c=c, f=flatten: run_flat(call, c, f, torch.empty_like(out)),
+                ref,
+            )
+    timed = {k: v for k, v in flat.items() if isinstance(v, float)}
+    if timed:
+        row["flat_config"], row["flat_ms"] = min(timed.items(), key=lambda kv: kv[1])
+    row["flat_variants"] = flat
     row["aten_ms"] = bench_ms(lambda: torch._grouped_mm(a, b, offs))
     w = b[0]  # one expert's weight, the same layout
     row["dense_ms"] = bench_ms(lambda: torch.mm(a, w))
@@ -171,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", type=int, default=6, help="dataset's best N configs per problem to re-time")
     ap.add_argument("--data", type=Path, default=ROOT / "data" / "nvidia-h100-80gb-hbm3")
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--match", default="", help="only problems whose name contains this")
+    ap.add_argument("--variants", default="tma_store,flat", help="comma-separated: tma_store, flat")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
@@ -183,8 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     df = DatasetStore.load(args.data).read(["problem_id", "config_id", "median_ms", "status"])
     df = df[df.status == "ok"].sort_values("median_ms")
     rows = []
-    for p in public_problems()[: args.limit]:
-        row = measure(p, df[df.problem_id == problem_id(p)].config_id.tolist(), args.configs)
+    variants = set(args.variants.split(","))
+    for p in [q for q in public_problems() if args.match in q.name][: args.limit]:
+        row = measure(p, df[df.problem_id == problem_id(p)].config_id.tolist(), args.configs, variants)
         print(json.dumps(row), flush=True)
         rows.append(row)
         torch.cuda.empty_cache()
@@ -197,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         "aten_over_ours": _geomean([r["aten_ms"] / r["ours_ms"] for r in rows]),
         "aten_over_best_with_variant": _geomean(
             [r["aten_ms"] / min(r["ours_ms"], r.get("tma_store_ms", math.inf)) for r in rows]
+        ),
+        "aten_over_best_with_flat": _geomean(
+            [r["aten_ms"] / min(r["ours_ms"], r.get("flat_ms", math.inf)) for r in rows]
         ),
     }
     print(json.dumps(summary), flush=True)

@@ -89,3 +89,26 @@ def test_headroom_variant_kernel_computes_the_grouped_gemm(subtile, monkeypatch)
     monkeypatch.setattr(mod, "_alloc", lambda size, alignment, stream: torch.empty(size, dtype=torch.int8))
     got = mod.run_variant(call, cfg, subtile, out)
     assert relative_error(got, reference_grouped_mm(a, b, offs)) < 1e-2
+
+
+@pytest.mark.parametrize("flatten", [False, True], ids=["loop", "flatten"])
+def test_headroom_flat_variant_computes_the_grouped_gemm(flatten, monkeypatch):
+    """The one-loop variant: each tile's group from the offsets in registers (an empty group, ragged ends, N not a
+    multiple of the block: rows and columns read past a group's end must not be stored)."""
+    import torch
+
+    from autoheur.kernels import KernelConfig, reference_grouped_mm, relative_error, validate
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    spec = importlib.util.spec_from_file_location("kernel_headroom", ROOT / "benchmarks" / "kernel_headroom.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    gen = torch.Generator().manual_seed(0)
+    sizes, n, k = (5, 0, 19, 8, 33), 40, 48
+    a = torch.randn(sum(sizes), k, generator=gen).half()
+    b = torch.randn(len(sizes), n, k, generator=gen).half().transpose(1, 2)
+    offs = torch.tensor(sizes).cumsum(0).to(torch.int32)
+    call = validate(a, b, offs)
+    out = torch.full(call.out_shape, float("nan"), dtype=torch.float16)
+    got = mod.run_flat(call, KernelConfig(16, 32, 16 * 2, 2, 2, group_m=8), flatten, out)
+    assert relative_error(got, reference_grouped_mm(a, b, offs)) < 1e-2
