@@ -137,14 +137,18 @@ class Problem:
         def small(v: int) -> int:
             return v if v <= 1 else 64 + v % 16  # Triton specializes ints == 1 and ints divisible by 16
 
+        from autoheur.kernels.grouped_gemm import ONE_LOOP_MAX_GROUPS
+
         sizes: tuple[int, ...] = ()
         if self.sizes:
-            g = min(self.groups, 4)
+            # 4 groups at most, or one past the one-loop schedule's limit where the problem is past it (the kernel
+            # then takes its per-group walk: another binary)
+            g = min(self.groups, 4) if self.groups <= ONE_LOOP_MAX_GROUPS else ONE_LOOP_MAX_GROUPS + 1
             total = sum(self.sizes)
             if total <= 1:
                 sizes = (total,) + (0,) * (g - 1)
             else:  # uneven, one empty group, the last one padded to the total's residue
-                base = list((37, 0, 200, 91)[:g])
+                base = list((37, 0, 200, 91)[:g]) + [0] * max(0, g - 4)
                 base[-1] += (total - sum(base)) % 16
                 sizes = tuple(base)
         groups = len(sizes) if sizes else min(self.groups, 4)

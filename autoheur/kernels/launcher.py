@@ -1,8 +1,8 @@
 """A validated call's kernel launch, bound once for the cached path of `autoheur.grouped_mm`.
 
-`launch()` (grouped_gemm.py) works out the grid, the strides and the constexpr arguments on every call. That is
-host time a repeated call does not need to spend again: the grid alone costs two `triton.cdiv` calls, each a few
-microseconds in Triton 3.6, where it is a ConstexprFunction. `BoundLaunch` works them out once for a call's
+`launch()` (grouped_gemm.py) works out the grid, the strides and the constexpr arguments (`launch_args`) on every
+call. That is host time a repeated call does not need to spend again: the grid alone costs two `triton.cdiv` calls,
+each a few microseconds in Triton 3.6, where it is a ConstexprFunction. `BoundLaunch` works them out once for a call's
 properties (everything `validate` reads, which the cached path's signature pins) and keeps them; a call then only
 allocates its output and enters the Triton launcher.
 
@@ -30,15 +30,8 @@ class BoundLaunch:
         self.config = cfg
         self.out_shape = call.out_shape
         self.out_dtype = call.out_dtype
-        self._run = gg.grouped_gemm_kernel[(gg.num_programs(call, cfg),)]
-        self._scalars = (call.groups, call.m, call.n, call.k, *call.a_strides, *call.b_strides, *call.c_strides)
-        self._kwargs = dict(
-            RAGGED=int(call.ragged),
-            A_K_CONTIG=call.a_k_contig,
-            B_N_CONTIG=call.b_n_contig,
-            DOT_PRECISION="ieee" if call.a.dtype == torch.float32 else None,
-            **cfg.kernel_kwargs(),
-        )
+        grid, self._scalars, self._kwargs = gg.launch_args(call, cfg)
+        self._run = gg.grouped_gemm_kernel[grid]
         self._tma = cfg.load == "tma"
 
     def __call__(

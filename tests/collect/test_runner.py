@@ -269,6 +269,8 @@ def test_compile_keys_split_exactly_where_binaries_do():
 
     assert len({key("2d3d", s) for s in [(8, 0, 24), (5, 0, 3, 17), (100, 3, 1, 1, 9)]}) == 1
     assert key("3d2d", (8, 0, 24)) == key("3d2d", (16, 0, 32)) != key("3d2d", (8, 0, 25))
+    many = (1,) * 257  # past the one-loop schedule's group limit: the per-group walk, other binaries
+    assert key("2d3d", many) == key("2d3d", (1,) * 300) != key("2d3d", (1,) * 256) == key("2d3d", (8, 0, 24))
 
 
 def test_compile_jobs_keep_every_worker_busy():

@@ -364,3 +364,18 @@ def test_models_workload():
 def test_workload_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         workload(count=5, **kwargs)
+
+
+@pytest.mark.parametrize("groups", [3, 256, 257, 300])
+def test_the_twin_takes_the_kernel_path_of_the_problem(groups):
+    """The one-loop schedule holds at most ONE_LOOP_MAX_GROUPS groups; past it the kernel walks groups: the twin keeps
+    the side (the same constexprs), or precompiling it would check another binary than the one the problem runs."""
+    from autoheur.kernels.config import KernelConfig
+    from autoheur.kernels.grouped_gemm import launch_args
+
+    sizes = tuple((i * 7) % 5 for i in range(groups))
+    p = Problem(layout="2d3d", groups=groups, sizes=sizes, m=40, n=24, k=24, dtype="float32")
+    real, twin = validate(*p.make_inputs("cpu")), validate(*p.shrunk().make_inputs("cpu"))
+    assert twin.groups <= 4 or (groups > 256 and twin.groups == 257)
+    for cfg in (KernelConfig(32, 32, 32, 3, 4, load="tma"), KernelConfig(32, 32, 32, 3, 4)):
+        assert launch_args(twin, cfg)[2] == launch_args(real, cfg)[2]

@@ -307,6 +307,39 @@ def test_matches_torch_grouped_mm_on_cpu(ragged, b_row_major, dtype, device):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The one-loop schedule (ragged M, TMA)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_one_loop_is_ragged_m_with_tma_up_to_its_group_limit():
+    a, b, offs = make_problem(Ragged.M)
+    call = validate(a, b, offs)
+    assert gg.one_loop(call, TMA) and gg.one_loop(call, WS) and not gg.one_loop(call, PTR)
+    for ragged in (Ragged.N, Ragged.K, Ragged.NONE):
+        assert not gg.one_loop(validate(*make_problem(ragged, a_row_major=ragged != Ragged.K)), TMA)
+    sizes = (3, 0) * (gg.ONE_LOOP_MAX_GROUPS // 2)
+    assert gg.one_loop(validate(*make_problem(Ragged.M, sizes=sizes)), TMA)
+    assert not gg.one_loop(validate(*make_problem(Ragged.M, sizes=(*sizes, 1))), TMA)
+
+
+@pytest.mark.parametrize("b_row_major", [True, False], ids=["b_kn", "b_nk"])
+@pytest.mark.parametrize("config", [TMA, WS], ids=["tma", "tma-ws"])
+@pytest.mark.parametrize(
+    "sizes",
+    [(0, 0, 77, 0, 5), (9, 0, 1, 30, 2, 0, 0, 7), (9, 0, 1, 30, 2, 0, 0, 7, 4)],
+    ids=["empty-ends", "at-the-limit", "past-the-limit"],
+)
+def test_one_loop_and_its_fallback_compute_the_grouped_gemm(sizes, config, b_row_major, device, monkeypatch):
+    """Rows past a group's end are read (single descriptors) but never stored; N past the end is bounded per group;
+    past the group limit (8 here, to keep the interpreter quick) the per-group walk takes over. `extra` rows past
+    offs[-1] stay unwritten."""
+    monkeypatch.setattr(gg, "ONE_LOOP_MAX_GROUPS", 8)
+    a, b, offs = make_problem(Ragged.M, b_row_major=b_row_major, sizes=sizes, extra=3, device=device)
+    out = grouped_mm(a, b, offs, config=config)
+    _check(out, a, b, offs, covered=lambda t: t[: sum(sizes)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # GPU only
 # ---------------------------------------------------------------------------------------------------------------
 
