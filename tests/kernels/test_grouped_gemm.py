@@ -311,15 +311,14 @@ def test_matches_torch_grouped_mm_on_cpu(ragged, b_row_major, dtype, device):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def test_one_loop_is_ragged_m_with_tma_up_to_its_group_limit():
-    a, b, offs = make_problem(Ragged.M)
-    call = validate(a, b, offs)
+def test_one_loop_is_ragged_m_with_tma_up_to_its_group_limit(device):
+    call = validate(*make_problem(Ragged.M, device=device))
     assert gg.one_loop(call, TMA) and gg.one_loop(call, WS) and not gg.one_loop(call, PTR)
     for ragged in (Ragged.N, Ragged.K, Ragged.NONE):
-        assert not gg.one_loop(validate(*make_problem(ragged, a_row_major=ragged != Ragged.K)), TMA)
+        assert not gg.one_loop(validate(*make_problem(ragged, a_row_major=ragged != Ragged.K, device=device)), TMA)
     sizes = (3, 0) * (gg.ONE_LOOP_MAX_GROUPS // 2)
-    assert gg.one_loop(validate(*make_problem(Ragged.M, sizes=sizes)), TMA)
-    assert not gg.one_loop(validate(*make_problem(Ragged.M, sizes=(*sizes, 1))), TMA)
+    assert gg.one_loop(validate(*make_problem(Ragged.M, sizes=sizes, device=device)), TMA)
+    assert not gg.one_loop(validate(*make_problem(Ragged.M, sizes=(*sizes, 1), device=device)), TMA)
 
 
 @pytest.mark.parametrize("b_row_major", [True, False], ids=["b_kn", "b_nk"])
