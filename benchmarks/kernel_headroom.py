@@ -211,37 +211,27 @@ def measure(p, top: list[str], n_configs: int, variants: set[str]) -> dict:
     row = {"problem": p.name}
     ours = {c.config_id: bench_ms(lambda c=c: launch(call, c, out)) for c in cfgs}
     row["ours_config"], row["ours_ms"] = min(ours.items(), key=lambda kv: kv[1])
-    var = {}
     layout_ok = p.layout == "2d3d" and p.b_major == "k" and p.a_major == "k"
-    for c in cfgs:
-        if "tma_store" not in variants or c.load != "tma" or not layout_ok:
-            continue
-        for subtile in (False, True):
-            name = c.config_id + ("-sub" if subtile else "")
-            var[name] = _try(
-                lambda c=c, s=subtile: run_variant(call, c, s, out),
-                lambda c=c, s=subtile: run_variant(call, c, s, torch.empty_like(out)),
-                ref,
-            )
-    timed = {k: v for k, v in var.items() if isinstance(v, float)}
-    if timed:
-        row["tma_store_config"], row["tma_store_ms"] = min(timed.items(), key=lambda kv: kv[1])
-    row["variants"] = var
-    flat = {}
-    for c in cfgs:  # the one-loop variant loads through TMA whatever the config's load path
-        if "flat" not in variants or not layout_ok:
-            continue
-        for flatten in (False, True):
-            name = c.config_id + ("-flat" if flatten else "-loop")
-            flat[name] = _try(
-                lambda c=c, f=flatten: run_flat(call, c, f, out),
-                lambda c=c, f=flatten: run_flat(call, c, f, torch.empty_like(out)),
-                ref,
-            )
-    timed = {k: v for k, v in flat.items() if isinstance(v, float)}
-    if timed:
-        row["flat_config"], row["flat_ms"] = min(timed.items(), key=lambda kv: kv[1])
-    row["flat_variants"] = flat
+    # variant -> (the configs it applies to, the two settings tried with their id suffixes, its runner); the records
+    # name the TMA-store variant's timings "variants" (the first runs had only that one)
+    families = {
+        "tma_store": ([c for c in cfgs if c.load == "tma"], ((False, ""), (True, "-sub")), run_variant),
+        # the one-loop variant loads through TMA whatever the config's load path
+        "flat": (cfgs, ((False, "-loop"), (True, "-flat")), run_flat),
+    }
+    for family, (family_cfgs, settings, runner) in families.items():
+        timings = {}
+        for c in family_cfgs if family in variants and layout_ok else []:
+            for setting, suffix in settings:
+                timings[c.config_id + suffix] = _try(
+                    lambda c=c, s=setting, r=runner: r(call, c, s, out),
+                    lambda c=c, s=setting, r=runner: r(call, c, s, torch.empty_like(out)),
+                    ref,
+                )
+        timed = {k: v for k, v in timings.items() if isinstance(v, float)}
+        if timed:
+            row[f"{family}_config"], row[f"{family}_ms"] = min(timed.items(), key=lambda kv: kv[1])
+        row["variants" if family == "tma_store" else f"{family}_variants"] = timings
     row["aten_ms"] = bench_ms(lambda: torch._grouped_mm(a, b, offs))
     w = b[0]  # one expert's weight, the same layout
     row["dense_ms"] = bench_ms(lambda: torch.mm(a, w))
