@@ -21,6 +21,19 @@ from autoheur.kernels.config import KernelConfig
 from autoheur.kernels.validate import GemmCall
 
 
+def launch_args(call: GemmCall, cfg: KernelConfig) -> tuple[tuple, tuple, dict]:
+    """(grid, the scalar arguments after the four tensors, the keyword arguments): what `launch()` passes."""
+    scalars = (call.groups, call.m, call.n, call.k, *call.a_strides, *call.b_strides, *call.c_strides)
+    kwargs = dict(
+        RAGGED=int(call.ragged),
+        A_K_CONTIG=call.a_k_contig,
+        B_N_CONTIG=call.b_n_contig,
+        DOT_PRECISION="ieee" if call.a.dtype == torch.float32 else None,
+        **cfg.kernel_kwargs(),
+    )
+    return (gg.num_programs(call, cfg),), scalars, kwargs
+
+
 class BoundLaunch:
     """`launch(call, cfg, out)` for any tensors with `call`'s properties, the launch arguments computed once."""
 
@@ -30,15 +43,8 @@ class BoundLaunch:
         self.config = cfg
         self.out_shape = call.out_shape
         self.out_dtype = call.out_dtype
-        self._run = gg.grouped_gemm_kernel[(gg.num_programs(call, cfg),)]
-        self._scalars = (call.groups, call.m, call.n, call.k, *call.a_strides, *call.b_strides, *call.c_strides)
-        self._kwargs = dict(
-            RAGGED=int(call.ragged),
-            A_K_CONTIG=call.a_k_contig,
-            B_N_CONTIG=call.b_n_contig,
-            DOT_PRECISION="ieee" if call.a.dtype == torch.float32 else None,
-            **cfg.kernel_kwargs(),
-        )
+        grid, self._scalars, self._kwargs = launch_args(call, cfg)
+        self._run = gg.grouped_gemm_kernel[grid]
         self._tma = cfg.load == "tma"
 
     def __call__(
