@@ -223,6 +223,7 @@ def phase_overhead(args, out: Path) -> dict:
     from autoheur.collect.workloads import public_problems
     from autoheur.kernels import grouped_mm as kernel_grouped_mm
     from autoheur.kernels import launch, validate
+    from autoheur.kernels.grouped_gemm import launch_args
     from autoheur.kernels.launcher import BoundLaunch
 
     p = next(q for q in public_problems() if q.name == args.overhead_problem)
@@ -239,10 +240,8 @@ def phase_overhead(args, out: Path) -> dict:
     # The direct launch: the jitted kernel called with its grid and every argument worked out beforehand, the output
     # allocated as the cached call allocates it. Nothing a caller could leave out.
     bound = BoundLaunch(call, cfg)
-    kernel = gg.grouped_gemm_kernel[(gg.num_programs(call, cfg),)]
-    scalars = (call.groups, call.m, call.n, call.k, *call.a_strides, *call.b_strides, *call.c_strides)
-    kwargs = dict(RAGGED=int(call.ragged), A_K_CONTIG=call.a_k_contig, B_N_CONTIG=call.b_n_contig,
-                  DOT_PRECISION="ieee" if a.dtype == torch.float32 else None, **cfg.kernel_kwargs())  # fmt: skip
+    grid, scalars, kwargs = launch_args(call, cfg)
+    kernel = gg.grouped_gemm_kernel[grid]
     shape, dtype = call.out_shape, call.out_dtype
 
     def direct():

@@ -63,10 +63,12 @@ def grouped_mm(
     hit = tuner.fast.get(sig) if sig is not None else None
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
-        if CHECK_OFFSETS and offs is not None:
-            check_offsets_values(_rebind(fields, a, b, offs))
-        if bound is None:
-            return aten_grouped_mm(_rebind(fields, a, b, offs))
+        if bound is None or (CHECK_OFFSETS and offs is not None):
+            call = _rebind(fields, a, b, offs)
+            if CHECK_OFFSETS:
+                check_offsets_values(call)
+            if bound is None:
+                return aten_grouped_mm(call)
         return bound(a, b, offs)
     call = validate(a, b, offs, out_dtype, check_offsets=CHECK_OFFSETS)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
