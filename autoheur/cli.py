@@ -183,7 +183,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = Path(args.data)
     out = Path(args.out) if args.out else Path("models") / f"{data.name}.joblib"
     try:
-        model = train(data, args.model, heldout_folds=args.heldout_folds)
+        model = train(data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel)
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
         return 2
@@ -213,7 +213,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if len(families) > 1:
             raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
         params = family_params(families.pop())
-        sets = {Path(d).name.replace("nvidia-", "").split("-")[0]: load_ranking_set(d) for d in args.data}
+        sets = {
+            Path(d).name.replace("nvidia-", "").split("-")[0]: load_ranking_set(d, args.allow_stale_kernel)
+            for d in args.data
+        }
         per_problem, summary, fits = cross_validate(sets, models, _csv(args.splits), params=params)
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
@@ -452,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="xgb_ranker", help="xgb_ranker (default), xgb_regressor, nearest, fixed_list ...")
     p.add_argument("--out", help="model file (default: models/<dataset dir name>.joblib)")
     p.add_argument("--heldout-folds", type=int, default=5, help="GroupKFold folds for the held-out figures (0: none)")
+    p.add_argument("--allow-stale-kernel", action="store_true",
+                   help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_train)
 
     p = sub.add_parser("eval", help="every model on every split, held-out figures side by side")
@@ -459,6 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", default="all", help="comma-separated ranker names, or all")
     p.add_argument("--splits", default="group_kfold,lomo,cross_device")
     p.add_argument("--report", help="write per-problem CSVs and a markdown report with plots here")
+    p.add_argument("--allow-stale-kernel", action="store_true",
+                   help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("predict", help="the top configs for one problem")

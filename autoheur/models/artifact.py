@@ -144,7 +144,24 @@ class TrainedModel:
             problems.append(f"features hash {meta.get('features_hash')} != installed {features_hash()}")
         if problems:
             raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {RETRAIN}")
+        stale_kernel_warning(meta, path)
         return cls(blob["ranker"], meta)
+
+
+def stale_kernel_warning(meta: dict, path) -> None:
+    """Warn when a model of autoheur's kernel was trained on timings of another version of the kernel source.
+
+    Not refused: the model still ranks the installed config space, and the brief autotune measures the installed
+    kernel, so results stay correct; only the ranking may have drifted."""
+    from autoheur.collect.schema import kernel_source_hash
+
+    trained_on = meta.get("kernel_hash")
+    if meta.get("family", "triton") == "triton" and trained_on and trained_on != kernel_source_hash():
+        warnings.warn(
+            f"{path} was trained on timings of kernel source {trained_on}, but the installed kernel hashes to "
+            f"{kernel_source_hash()}: its ranking may be stale. Re-collect the dataset and {RETRAIN}",
+            stacklevel=3,
+        )
 
 
 def problem_ranges(train) -> dict[str, list[float]]:
@@ -172,9 +189,11 @@ def build_meta(
     heldout: list[dict] | None,
     fixed: list[str],
     family: str = "triton",
+    kernel_hash: str = "",
 ):
     return {
         "family": family,
+        "kernel_hash": kernel_hash,  # the kernel source the training timings were taken on
         "problem_ranges": problem_ranges(train),
         "model": ranker.name,
         "params": ranker.get_params(),

@@ -80,17 +80,39 @@ class RankingSet:
         return h.hexdigest()[:16]
 
 
-def load_dataset(path: str | Path) -> tuple[pd.DataFrame, dict, str]:
-    """(rows, device fingerprint, space hash) of a dataset directory, validated part by part."""
+def check_kernel(meta, path: str | Path) -> None:
+    """Refuse a dataset of autoheur's kernel whose timings were taken on another version of that kernel's source.
+
+    The timings rank configs of the kernel that ran; an edited kernel (a new schedule, a new epilogue) moves them, so
+    a model trained or scored on them would describe a kernel that is no longer installed."""
+    from autoheur.collect.schema import kernel_source_hash
+
+    if meta.family != "triton":  # Inductor's template: its own source hash, checked with its grid
+        return
+    installed = kernel_source_hash()
+    if meta.kernel_hash != installed:
+        raise ValueError(
+            f"{path} was timed on kernel source {meta.kernel_hash or '(unrecorded)'}, but the installed "
+            f"autoheur/kernels/grouped_gemm.py hashes to {installed}: its timings describe another kernel. "
+            f"Re-collect it (autoheur collect --out {path} --new-dataset, see BENCHMARKS.md 'Collection'), or pass "
+            "--allow-stale-kernel to train or evaluate on the old timings knowingly"
+        )
+
+
+def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd.DataFrame, dict, str]:
+    """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset timed on
+    another version of the kernel is refused unless `allow_stale_kernel`."""
     from autoheur.collect.store import DatasetStore
 
     store = DatasetStore.load(Path(path))
+    if not allow_stale_kernel:
+        check_kernel(store.meta, path)
     return store.read(COLUMNS), dict(store.meta.device), store.meta.space_hash
 
 
-def load_ranking_set(path: str | Path) -> RankingSet:
-    df, device, _ = load_dataset(path)
+def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False) -> RankingSet:
+    df, device, _ = load_dataset(path, allow_stale_kernel)
     return RankingSet.from_frame(df, device)
 
 
-__all__ = ["COLUMNS", "RankingSet", "family", "load_dataset", "load_ranking_set"]
+__all__ = ["COLUMNS", "RankingSet", "check_kernel", "family", "load_dataset", "load_ranking_set"]

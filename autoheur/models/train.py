@@ -23,14 +23,16 @@ def train(
     heldout_folds: int = 5,
     log=print,
     params: dict | None = None,
+    allow_stale_kernel: bool = False,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
     (rankers.FAMILY_PARAMS) override first."""
-    family = DatasetStore.load(data).meta.family
+    meta = DatasetStore.load(data).meta
+    family = meta.family
     params = {**family_params(family).get(model, {}), **(params or {})}
     t0 = time.perf_counter()
-    rs = load_ranking_set(data)
+    rs = load_ranking_set(data, allow_stale_kernel)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
     heldout = []
     if heldout_folds:
@@ -43,4 +45,5 @@ def train(
     ranker = make_model(model, **params).fit(rs)
     fit_s = time.perf_counter() - t1
     log(f"fitted {model} on all {len(rs.problems)} problems in {fit_s:.1f} s")
-    return TrainedModel(ranker, build_meta(ranker, rs, str(data), fit_s, heldout, fixed, family=family))
+    meta = build_meta(ranker, rs, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
+    return TrainedModel(ranker, meta)

@@ -55,8 +55,9 @@ def test_metadata_travels(trained):
     model, path = trained
     meta = json.loads(path.with_suffix(".json").read_text())
     for key in ("feature_names", "features_hash", "space_hash", "device", "train_data_hash", "versions", "heldout",
-                "fixed_list", "objective", "fit_seconds"):  # fmt: skip
+                "fixed_list", "objective", "fit_seconds", "kernel_hash"):  # fmt: skip
         assert key in meta, key
+    assert meta["kernel_hash"] == DatasetStore.load(H100).meta.kernel_hash
     assert meta["device"]["name"] == "NVIDIA H100 80GB HBM3"
     assert len(meta["fixed_list"]) == 10
     assert {r["subset"] for r in meta["heldout"]} >= {"all"}
@@ -78,6 +79,32 @@ def test_mismatched_model_is_refused_with_how_to_retrain(trained, tmp_path, fiel
     joblib.dump(blob, bad)
     with pytest.raises(ValueError, match="autoheur train"):
         TrainedModel.load(bad)
+
+
+def test_model_of_another_kernel_source_loads_with_a_warning(trained, tmp_path):
+    _, path = trained
+    blob = joblib.load(path)
+    blob["meta"]["kernel_hash"] = "0000000000000000"
+    stale = tmp_path / "stale.joblib"
+    joblib.dump(blob, stale)
+    with pytest.warns(UserWarning, match="kernel source 0000000000000000.*autoheur train"):
+        TrainedModel.load(stale)
+
+
+def test_dataset_of_another_kernel_source_is_refused_unless_allowed(mini_dataset, tmp_path, monkeypatch, capsys):
+    from autoheur.collect import schema
+    from autoheur.models.data import load_dataset
+
+    monkeypatch.setattr(schema, "kernel_source_hash", lambda path=None: "0000000000000000")
+    with pytest.raises(ValueError, match="another kernel. Re-collect it .*--allow-stale-kernel"):
+        load_dataset(mini_dataset)
+    rows, device, _ = load_dataset(mini_dataset, allow_stale_kernel=True)
+    assert rows["problem_id"].nunique() == 12 and device["name"] == "NVIDIA H100 80GB HBM3"
+    out = tmp_path / "m.joblib"
+    assert main(["train", "--data", str(mini_dataset), "--heldout-folds", "0", "--out", str(out)]) == 2
+    assert "--allow-stale-kernel" in capsys.readouterr().err and not out.exists()
+    assert main(["eval", "--data", str(mini_dataset), "--models", "fixed_list", "--splits", "group_kfold"]) == 2
+    assert "another kernel" in capsys.readouterr().err
 
 
 def test_corrupt_or_missing_model_is_refused(trained, tmp_path):
