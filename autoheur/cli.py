@@ -89,7 +89,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("data") / device_spec(0).slug
     opts = CollectOptions(
         reps=args.reps,
-        abort_factor=args.abort_factor,
+        **({} if args.abort_factor is None else {"abort_factor": args.abort_factor}),
         workers=args.workers,
         time_limit_s=args.time_limit,
         config_sample=args.sample_configs,
@@ -415,7 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "data/inductor-<device-slug>)")  # fmt: skip
     tm = p.add_argument_group("timing")
     tm.add_argument("--reps", type=int, default=5, help="timed runs per config that survives the first round")
-    tm.add_argument("--abort-factor", type=float, default=3.0, help="censor configs this much slower than the best")
+    tm.add_argument("--abort-factor", type=float,
+                    help="censor configs this much slower than the best (default: CollectOptions', 2)")  # fmt: skip
     tm.add_argument("--configs", help="comma-separated config ids: time only these (where feasible)")
     tm.add_argument("--sample-configs", type=int, help="time a fixed random sample of this many feasible configs")
     p.set_defaults(fn=cmd_collect)

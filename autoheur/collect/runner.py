@@ -6,10 +6,10 @@ For a problem list (a workload or a --shapes file) and one dataset directory:
   2. precompile, once per compile signature (layout, dtype, majors, residues mod 16), every feasible config on all
      CPU cores: each is compiled and checked on a tiny twin of the problem (`precompile.py`); the outcome is kept
      next to Triton's cache so a rerun on the same machine skips it;
-  3. per problem, on each GPU: draw the inputs, compute the fp32 reference, run every config that compiled once with
-     its output poisoned (that run also warms it) and check it against the reference (a wrong config is recorded
-     as "wrong" and never timed), then screen the rest (`timing.py`: L2 flushed, CUDA events, median and spread,
-     hopeless configs censored);
+  3. per problem, on each GPU: draw the inputs, compute the fp32 reference, load the binaries once per compile key
+     (`warm_binaries`), then screen every config that compiled (`timing.py`: L2 flushed, CUDA events, median and
+     spread, hopeless configs censored); each config's output is checked against the reference right after its
+     first timed run (`verify.py`), and a wrong config is recorded as "wrong" and timed no further;
   4. write the problem's rows as one atomic part (`store.py`). A killed run loses at most the problem in flight.
 
 `--gpus all` runs one process per GPU over disjoint shares; `--shard i/N` takes every N-th problem from i, for
@@ -57,7 +57,8 @@ FAMILIES = ("triton", "inductor")
 @dataclass(frozen=True)
 class CollectOptions:
     reps: int = 5  # timed runs per config that survives round 1
-    abort_factor: float = 3.0  # round-1 time above this x the best: censored after one run
+    abort_factor: float = 2.0  # round-1 time above this x the best: censored (relevance is 0 beyond 1.5x anyway)
+    confirm_aborts: bool = True  # an aborted config runs once more before it is censored (timing.py: confirm)
     workers: int | None = None  # precompile processes (default: all cores)
     time_limit_s: float | None = None  # start no new problem after this many seconds
     config_sample: int | None = None  # time a fixed random subset of each problem's feasible configs (quick runs)
@@ -237,6 +238,32 @@ def precompile_all(
 
 # -- one problem ------------------------------------------------------------------------------------------------------
 
+_WARMED: set[tuple[str, str]] = set()  # (compile key, device) whose binaries this process has loaded
+
+
+def warm_binaries(problem: Problem, configs: Sequence[KernelConfig], device: torch.device) -> None:
+    """Load the binaries of `configs` for `problem`'s compile key into this process, once per key and device, by
+    launching each on the problem's tiny twin (the same binaries: `compile_key`). Round 1 of the screen is timed and
+    also a config's first launch here; without this, loading a binary (host time, up to milliseconds) could outlast
+    the GPU sleep the runs are enqueued behind and be timed into the run."""
+    from autoheur.kernels.grouped_gemm import launch
+    from autoheur.kernels.validate import validate
+
+    if device.type != "cuda":
+        return  # the interpreter has no binaries to load
+    key = (compile_key(problem, device_spec(device.index or 0)), str(device))
+    if key in _WARMED:
+        return
+    call = validate(*problem.shrunk().make_inputs(device), check_offsets=False)
+    out = torch.empty(call.out_shape, dtype=call.out_dtype, device=device)
+    for cfg in configs:
+        try:
+            launch(call, cfg, out)
+        except Exception:  # noqa: S110 - the problem's own round 1 records what fails, with its status
+            pass
+    torch.cuda.synchronize(device)
+    _WARMED.add(key)
+
 
 @dataclass(frozen=True)
 class ProblemStats:
@@ -270,9 +297,11 @@ def measure_problem(
 ) -> tuple[list[tuple[KernelConfig, str, Timing | None]], ProblemStats]:
     """Check and time every config of one problem; returns (config, status, timing) per config and stats.
 
-    The timing is `timer.screen`, or `timer.rounds` (`opts.reps` interleaved rounds, no abort) when `rounds`."""
+    The timing is `timer.screen`, which checks each config's output in round 1 (`verify.OutputCheck`), or
+    `timer.rounds` (`opts.reps` interleaved rounds, no abort, after an untimed checking pass) when `rounds`."""
     from autoheur.collect.precompile import classify_error
-    from autoheur.kernels.grouped_gemm import launch
+    from autoheur.collect.verify import OutputCheck
+    from autoheur.kernels.launcher import BoundLaunch
     from autoheur.kernels.reference import reference_grouped_mm
     from autoheur.kernels.validate import validate
 
@@ -280,39 +309,33 @@ def measure_problem(
     a, b, offs = problem.make_inputs(device, seed=opts.seed)
     call = validate(a, b, offs)
     ref = reference_grouped_mm(a, b, offs, torch.float32)
-    ref_norm = ref.norm().clamp_min(1e-30)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=device)
-    tol = TOLERANCE[problem.dtype]
 
     status: dict[str, str] = {}
-    errs: dict[str, torch.Tensor] = {}
+    fns: dict[str, Callable[[], object]] = {}
     for cfg in configs:
         r = compiled.get(cfg.config_id)
         if r is None or r.status != "ok":
             status[cfg.config_id] = r.status if r is not None else "crashed"
             continue
-        out.fill_(float("nan"))
-        try:
-            launch(call, cfg, out)
-        except Exception as exc:  # a launch that fails here failed for this problem only; record it, go on
-            status[cfg.config_id] = classify_error(exc)
-            continue
-        errs[cfg.config_id] = torch.linalg.vector_norm(out.float() - ref) / ref_norm  # NaN if anything is unwritten
-    if errs:
-        values = torch.stack(list(errs.values())).cpu().tolist()
-        for cid, err in zip(errs, values, strict=True):
-            status[cid] = "ok" if err <= tol else "wrong"  # NaN compares False: wrong
-    check_s = time.perf_counter() - t_start
+        bound = BoundLaunch(call, cfg)
+        fns[cfg.config_id] = lambda bound=bound: bound(a, b, offs, out)
+    check = OutputCheck(out, ref, list(fns), TOLERANCE[problem.dtype], classify_error)
+    fns = {cid: check.guard(cid, fn) for cid, fn in fns.items()}
+    if fns:
+        warm_binaries(problem, [c for c in configs if c.config_id in fns], device)
+    check_s = time.perf_counter() - t_start  # inputs, reference and binding; the check itself runs in round 1
 
-    by_id = {c.config_id: c for c in configs}
-    fns = {cid: (lambda c=by_id[cid]: launch(call, c, out)) for cid, s in status.items() if s == "ok"}
     t0 = time.perf_counter()
     if not fns:
         timings = {}
     elif rounds:
-        timings = timer.rounds(fns, reps=opts.reps, seed=opts.seed)
+        timings = timer.rounds(fns, reps=opts.reps, seed=opts.seed, check=check)
     else:
-        timings = timer.screen(fns, reps=opts.reps, abort_factor=opts.abort_factor)
+        timings = timer.screen(
+            fns, reps=opts.reps, abort_factor=opts.abort_factor, confirm_aborts=opts.confirm_aborts, check=check
+        )
+    status.update(check.verdicts())
     timing_s = time.perf_counter() - t0
 
     results = [(c, status[c.config_id], timings.get(c.config_id)) for c in configs]

@@ -1,7 +1,9 @@
 """Timing many configs of one problem: fast, honest, and with slow configs cut short.
 
-Protocol (`Timer.screen`), for callables that are already warm (loaded and run once):
-  round 1  every config runs once;
+Protocol (`Timer.screen`), for callables whose binaries are loaded:
+  round 1  every config runs once; with a `check` (verify.OutputCheck, collection), its output is checked against
+           the reference right after that run, outside the timed region, and a wrong config (or one whose launch
+           raised) leaves the screen there, before the best round-1 time is taken;
   abort    a config slower than `abort_factor` x the best round-1 time stops there and is recorded as censored: its
            one time stands as a lower bound (a hopeless config, ruled out without spending more runs on it);
   round 2  every other config runs `reps - 1` more times; its figure is the median of all its runs and its spread
@@ -9,11 +11,11 @@ Protocol (`Timer.screen`), for callables that are already warm (loaded and run o
   round 3  a config whose runs disagree (spread above `retime_spread`) runs `reps` more times, once, and its figure
            is taken over all its runs: a transient stall during two of three runs would otherwise become its median
            (0.9% of the configs of the first v2 H100 dataset had a spread above 25%).
-  confirm  (`confirm_aborts=True`; off in collection, whose protocol stays v3): an aborted config runs once more.
+  confirm  (`confirm_aborts=True`; collection since v4, and the run-time tuner): an aborted config runs once more.
            It is censored only if that run is slow too (its figure: the faster of the two); otherwise the first run
            is dropped as a stall and the config rejoins round 2. Without this, a stall during the one run of round 1
-           rules a fast config out for good. The run-time tuner, which caches its one winner, confirms: the H100
-           retest found blocks of configs censored in one collection and within 10% of the best in the other.
+           rules a fast config out for good: the H100 retest found blocks of configs censored in one collection and
+           within 10% of the best in the other.
 
 `Timer.rounds` is the refinement protocol (`autoheur data refine`, runner.refine): every config runs once per round,
 in a fresh shuffled order each round, for `reps` rounds, with no abort; its figure is the median of its runs. It
@@ -28,7 +30,8 @@ Triton launch from Python, longer than many small grouped GEMMs). One host sync 
 
 TIMING_VERSION names this protocol; datasets record it and refuse to mix timings taken under another. Version 1
 (no sleep: the start event could fire before the kernel was launched) timed launch overhead into kernels under
-about 0.1 ms; version 2 had no round 3.
+about 0.1 ms; version 2 had no round 3; version 3 checked outputs in a pass of its own before the screen (which also
+warmed every config), confirmed no abort, and aborted at 3x.
 `WallTimer` is the same protocol with the host clock, for the CPU interpreter (real code path, meaningless numbers).
 """
 
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 import torch
 
 MIN_FLUSH_BYTES = 64 << 20
-TIMING_VERSION = 3
+TIMING_VERSION = 4
 RETIME_SPREAD = 0.25  # round 3's threshold: runs whose spread (IQR over median) is above this disagree
 
 
@@ -56,9 +59,16 @@ class Timing:
 
 
 class _Protocol:
-    """The screening protocol; subclasses supply `_times(fns, names, runs)`: names -> list of ms per run."""
+    """The screening protocol; subclasses supply `_times(fns, names, runs, after)`: names -> list of ms per run,
+    calling `after(name)` (when given) right after each run, outside its timed region."""
 
-    def _times(self, fns: dict[str, Callable[[], object]], names: list[str], runs: int) -> dict[str, list[float]]:
+    def _times(
+        self,
+        fns: dict[str, Callable[[], object]],
+        names: list[str],
+        runs: int,
+        after: Callable[[str], None] | None = None,
+    ) -> dict[str, list[float]]:
         raise NotImplementedError
 
     def screen(
@@ -68,8 +78,10 @@ class _Protocol:
         abort_factor: float = 3.0,
         retime_spread: float = RETIME_SPREAD,
         confirm_aborts: bool = False,
+        check=None,
     ) -> dict[str, Timing]:
-        """Time every warm callable in `fns`; see the module docstring for the protocol."""
+        """Time every callable in `fns`; see the module docstring for the protocol. With a `check`, the configs it
+        finds wrong in round 1 are left out of the result (its `verdicts()` says why)."""
         if reps < 1 or abort_factor < 1 or retime_spread <= 0:
             raise ValueError(
                 f"reps={reps} must be >= 1, abort_factor={abort_factor} >= 1 and retime_spread={retime_spread} > 0"
@@ -77,8 +89,11 @@ class _Protocol:
         names = list(fns)
         if not names:
             return {}
-        first = {n: t[0] for n, t in self._times(fns, names, 1).items()}
-        best = min(first.values())
+        first = {n: t[0] for n, t in self._times(fns, names, 1, _after(check)).items()}
+        names = _passed(names, check)
+        if not names:
+            return {}
+        best = min(first[n] for n in names)
         keep = [n for n in names if first[n] <= abort_factor * best]
         runs = {n: [first[n]] for n in names}
         if confirm_aborts and len(keep) < len(names):
@@ -98,11 +113,17 @@ class _Protocol:
         kept = set(keep)
         return {n: summarize(runs[n]) if n in kept else Timing(min(runs[n]), 0.0, len(runs[n]), True) for n in names}
 
-    def rounds(self, fns: dict[str, Callable[[], object]], reps: int = 20, seed: int = 0) -> dict[str, Timing]:
-        """Time every warm callable `reps` times, one run each per round, in a new seeded order every round."""
+    def rounds(
+        self, fns: dict[str, Callable[[], object]], reps: int = 20, seed: int = 0, check=None
+    ) -> dict[str, Timing]:
+        """Time every callable `reps` times, one run each per round, in a new seeded order every round. With a
+        `check`, an untimed first pass checks every config (and loads it); the wrong ones are left out."""
         if reps < 1:
             raise ValueError(f"reps={reps} must be >= 1")
         names = list(fns)
+        if check is not None and names:
+            self._times(fns, names, 1, check.after)
+            names = _passed(names, check)
         runs: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(seed)
         for _ in range(reps):
@@ -134,7 +155,7 @@ class Timer(_Protocol):
         """`reps` timed runs of `fn` (already warm); milliseconds each."""
         return self._times({"f": fn}, ["f"], reps)["f"]
 
-    def _times(self, fns, names, runs):
+    def _times(self, fns, names, runs, after=None):
         out: dict[str, list[float]] = {n: [] for n in names}
         if runs < 1:
             return out
@@ -151,6 +172,8 @@ class Timer(_Protocol):
                     start.record()
                     fns[name]()
                     end.record()
+                    if after is not None:
+                        after(name)
                     pending.append((name, start, end))
             self.host_us_per_run = (time.perf_counter() - t0) * 1e6 / len(pending)
             torch.cuda.synchronize()
@@ -177,7 +200,7 @@ class WallTimer(_Protocol):
     def run(self, fn: Callable[[], object], reps: int) -> list[float]:
         return self._times({"f": fn}, ["f"], reps)["f"]
 
-    def _times(self, fns, names, runs):
+    def _times(self, fns, names, runs, after=None):
         out: dict[str, list[float]] = {}
         for name in names:
             times = []
@@ -185,8 +208,22 @@ class WallTimer(_Protocol):
                 t0 = time.perf_counter()
                 fns[name]()
                 times.append((time.perf_counter() - t0) * 1e3)
+                if after is not None:
+                    after(name)
             out[name] = times
         return out
+
+
+def _after(check):
+    return None if check is None else check.after
+
+
+def _passed(names: list[str], check) -> list[str]:
+    """The names whose round-1 check passed (all of them without a check)."""
+    if check is None:
+        return names
+    verdicts = check.verdicts()
+    return [n for n in names if verdicts.get(n) == "ok"]
 
 
 def summarize(times: list[float]) -> Timing:
