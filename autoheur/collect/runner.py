@@ -59,6 +59,7 @@ class CollectOptions:
     reps: int = 5  # timed runs per config that survives round 1
     abort_factor: float = 2.0  # round-1 time above this x the best: censored (relevance is 0 beyond 1.5x anyway)
     confirm_aborts: bool = True  # an aborted config runs once more before it is censored (timing.py: confirm)
+    confirm_slack_ms: float = 1.0  # ... if its run was at most this much above the abort line
     workers: int | None = None  # precompile processes (default: all cores)
     time_limit_s: float | None = None  # start no new problem after this many seconds
     config_sample: int | None = None  # time a fixed random subset of each problem's feasible configs (quick runs)
@@ -333,7 +334,12 @@ def measure_problem(
         timings = timer.rounds(fns, reps=opts.reps, seed=opts.seed, check=check)
     else:
         timings = timer.screen(
-            fns, reps=opts.reps, abort_factor=opts.abort_factor, confirm_aborts=opts.confirm_aborts, check=check
+            fns,
+            reps=opts.reps,
+            abort_factor=opts.abort_factor,
+            confirm_aborts=opts.confirm_aborts,
+            confirm_slack_ms=opts.confirm_slack_ms,
+            check=check,
         )
     status.update(check.verdicts())
     timing_s = time.perf_counter() - t0

@@ -15,7 +15,10 @@ Protocol (`Timer.screen`), for callables whose binaries are loaded:
            It is censored only if that run is slow too (its figure: the faster of the two); otherwise the first run
            is dropped as a stall and the config rejoins round 2. Without this, a stall during the one run of round 1
            rules a fast config out for good: the H100 retest found blocks of configs censored in one collection and
-           within 10% of the best in the other.
+           within 10% of the best in the other. `confirm_slack_ms` limits it to aborted configs whose run was at most
+           that much above the abort line: a stall adds time (a host gap, a preemption), it does not multiply it, so
+           a 5 ms kernel recorded at 30 ms was slow, not stalled; without the limit, confirming doubled round 1 of
+           the largest problems, whose aborted configs are most of their GPU time (collection: 1 ms).
 
 `Timer.rounds` is the refinement protocol (`autoheur data refine`, runner.refine): every config runs once per round,
 in a fresh shuffled order each round, for `reps` rounds, with no abort; its figure is the median of its runs. It
@@ -37,6 +40,7 @@ warmed every config), confirmed no abort, and aborted at 3x.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -78,6 +82,7 @@ class _Protocol:
         abort_factor: float = 3.0,
         retime_spread: float = RETIME_SPREAD,
         confirm_aborts: bool = False,
+        confirm_slack_ms: float = math.inf,
         check=None,
     ) -> dict[str, Timing]:
         """Time every callable in `fns`; see the module docstring for the protocol. With a `check`, the configs it
@@ -97,7 +102,8 @@ class _Protocol:
         keep = [n for n in names if first[n] <= abort_factor * best]
         runs = {n: [first[n]] for n in names}
         if confirm_aborts and len(keep) < len(names):
-            doubt = [n for n in names if first[n] > abort_factor * best]
+            limit = abort_factor * best
+            doubt = [n for n in names if limit < first[n] <= limit + confirm_slack_ms]
             for n, t in self._times(fns, doubt, 1).items():
                 if t[0] <= abort_factor * best:  # rejoins; the contradicted run is dropped as a stall
                     runs[n] = [t[0]]
