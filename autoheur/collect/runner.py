@@ -319,7 +319,11 @@ def measure_problem(
         if r is None or r.status != "ok":
             status[cfg.config_id] = r.status if r is not None else "crashed"
             continue
-        bound = BoundLaunch(call, cfg)
+        try:
+            bound = BoundLaunch(call, cfg)
+        except Exception as exc:  # its launch arguments do not apply to this problem: recorded, never launched
+            status[cfg.config_id] = classify_error(exc)
+            continue
         fns[cfg.config_id] = lambda bound=bound: bound(a, b, offs, out)
     check = OutputCheck(out, ref, list(fns), TOLERANCE[problem.dtype], classify_error)
     fns = {cid: check.guard(cid, fn) for cid, fn in fns.items()}
