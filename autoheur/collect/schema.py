@@ -10,6 +10,7 @@ under a different device, toolchain, space or kernel must never be mixed silentl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -205,9 +206,16 @@ def toolchain_versions() -> dict:
 
 
 def kernel_source_hash(path: Path | None = None) -> str:
-    """sha256 of the kernel's source: timings from an edited kernel are a different dataset."""
-    path = path or Path(__file__).resolve().parents[1] / "kernels" / "grouped_gemm.py"
+    """sha256 of the kernel's source: timings from an edited kernel are a different dataset. The installed kernel's
+    is read once per process (compile keys, tuning-cache keys and the dataset and model checks all ask for it)."""
+    if path is None:
+        return _installed_kernel_hash()
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@functools.cache
+def _installed_kernel_hash() -> str:
+    return kernel_source_hash(Path(__file__).resolve().parents[1] / "kernels" / "grouped_gemm.py")
 
 
 @dataclass(frozen=True)

@@ -155,11 +155,11 @@ def stale_kernel_warning(meta: dict, path) -> None:
     kernel, so results stay correct; only the ranking may have drifted."""
     from autoheur.collect.schema import kernel_source_hash
 
-    trained_on = meta.get("kernel_hash")
-    if meta.get("family", "triton") == "triton" and trained_on and trained_on != kernel_source_hash():
+    trained_on, installed = meta.get("kernel_hash"), kernel_source_hash()
+    if meta.get("family", "triton") == "triton" and trained_on and trained_on != installed:
         warnings.warn(
             f"{path} was trained on timings of kernel source {trained_on}, but the installed kernel hashes to "
-            f"{kernel_source_hash()}: its ranking may be stale. Re-collect the dataset and {RETRAIN}",
+            f"{installed}: its ranking may be stale. Re-collect the dataset and {RETRAIN}",
             stacklevel=3,
         )
 
