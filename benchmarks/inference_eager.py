@@ -46,6 +46,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import geomean, run_env  # noqa: E402
 
 
 def _set_env(env: dict) -> None:
@@ -155,20 +158,16 @@ def phase_tune(args, out: Path) -> list[dict]:
         "prepared_first_call_s_median": statistics.median(r["prepared_first_call_s"] for r in rows)
         if args.prepared
         else None,
-        "vs_oracle_geomean": _geomean([r["oracle_ms"] / r["chosen_ms"] for r in ok]),
-        "vs_aten_geomean": _geomean([r["aten_ms"] / r["chosen_ms"] for r in rows]),
+        "vs_oracle_geomean": geomean([r["oracle_ms"] / r["chosen_ms"] for r in ok]),
+        "vs_aten_geomean": geomean([r["aten_ms"] / r["chosen_ms"] for r in rows]),
         "chose_aten": sum(r.get("config") == "aten" for r in rows),
-        "triton_only_vs_aten_geomean": _geomean([r["aten_ms"] / r["triton_ms"] for r in rows if "triton_ms" in r]),
-        "triton_only_vs_oracle_geomean": _geomean([r["oracle_ms"] / r["triton_ms"] for r in ok if "triton_ms" in r]),
+        "triton_only_vs_aten_geomean": geomean([r["aten_ms"] / r["triton_ms"] for r in rows if "triton_ms" in r]),
+        "triton_only_vs_oracle_geomean": geomean([r["oracle_ms"] / r["triton_ms"] for r in ok if "triton_ms" in r]),
         "exhaustive_over_first_call": [r["exhaustive_s"] / r["first_call_s"] for r in rows if "exhaustive_s" in r],
     }
     print(json.dumps(summary), flush=True)
     (out / "tune_summary.json").write_text(json.dumps(summary, indent=1))
     return rows
-
-
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
 def _host_us(fns: dict, rounds: int = 10, calls: int = 200) -> dict[str, float]:
@@ -294,14 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--overhead-problem", default="qwen3-30b-a3b/gate_up/decode")
     args = ap.parse_args(argv)
     import torch
-    import triton
 
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    env = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "date": time.strftime("%Y-%m-%d"), "argv": sys.argv}  # fmt: skip
+    env = run_env()
     (args.out / "env.json").write_text(json.dumps(env, indent=1))
     for phase in args.phases.split(","):
         {"tune": phase_tune, "overhead": phase_overhead}[phase](args, args.out)

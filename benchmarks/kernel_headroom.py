@@ -29,7 +29,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -40,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autoheur.kernels.grouped_gemm import _tile_coords  # noqa: E402  (called from the jitted variant)
+from benchmarks.common import geomean, run_env  # noqa: E402
 
 
 @triton.jit
@@ -243,11 +243,6 @@ def measure(p, top: list[str], n_configs: int, variants: set[str]) -> dict:
     return row
 
 
-def _geomean(xs):
-    xs = [x for x in xs if x == x]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -275,16 +270,12 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         torch.cuda.empty_cache()
     summary = {
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "date": time.strftime("%Y-%m-%d"),
-        "argv": sys.argv,
-        "aten_over_ours": _geomean([r["aten_ms"] / r["ours_ms"] for r in rows]),
-        "aten_over_best_with_variant": _geomean(
+        **run_env(),
+        "aten_over_ours": geomean([r["aten_ms"] / r["ours_ms"] for r in rows]),
+        "aten_over_best_with_variant": geomean(
             [r["aten_ms"] / min(r["ours_ms"], r.get("tma_store_ms", math.inf)) for r in rows]
         ),
-        "aten_over_best_with_flat": _geomean(
+        "aten_over_best_with_flat": geomean(
             [r["aten_ms"] / min(r["ours_ms"], r.get("flat_ms", math.inf)) for r in rows]
         ),
     }

@@ -1,0 +1,27 @@
+"""What the GPU benchmarks share: the record of where and how a run was taken, and the geometric mean."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+
+def run_env() -> dict:
+    """Device, torch and triton versions, date and command line of this run (a CUDA GPU is present)."""
+    import torch
+    import triton
+
+    return {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": time.strftime("%Y-%m-%d"),
+        "argv": sys.argv,
+    }
+
+
+def geomean(xs) -> float:
+    """Geometric mean of the values that are not NaN; NaN when none is left."""
+    xs = [x for x in xs if x == x]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
