@@ -112,3 +112,27 @@ def test_headroom_flat_variant_computes_the_grouped_gemm(flatten, monkeypatch):
     out = torch.full(call.out_shape, float("nan"), dtype=torch.float16)
     got = mod.run_flat(call, KernelConfig(16, 32, 16 * 2, 2, 2, group_m=8), flatten, out)
     assert relative_error(got, reference_grouped_mm(a, b, offs)) < 1e-2
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_geomean_skips_nan_and_is_nan_when_empty():
+    common = _load("common")
+    assert common.geomean([1.0, 4.0, float("nan")]) == pytest.approx(2.0)
+    assert math.isnan(common.geomean([])) and math.isnan(common.geomean([float("nan")]))
+
+
+def test_sustained_probe_pair_agreement():
+    """benchmarks/sustained_timing.py: the share of candidate pairs two timings order alike (a tie agrees with none)."""
+    probe = _load("sustained_timing")
+    x = {"a": 1.0, "b": 2.0, "c": 3.0}
+    assert probe._pair_agreement(x, x) == 1.0
+    assert probe._pair_agreement(x, {"a": 1.0, "b": 3.0, "c": 2.0}) == pytest.approx(2 / 3)  # (b, c) swapped
+    assert probe._pair_agreement(x, {"a": 3.0, "b": 2.0, "c": 1.0}) == 0.0
+    assert probe._pair_agreement(x, {"a": 1.0, "b": 1.0}) == 0.0  # only the common pair (a, b), tied in one
+    assert math.isnan(probe._pair_agreement({"a": 1.0}, {"b": 1.0}))  # no common pair
