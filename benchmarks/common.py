@@ -22,6 +22,6 @@ def run_env() -> dict:
 
 
 def geomean(xs) -> float:
-    """Geometric mean of the values that are not NaN; NaN when none is left."""
-    xs = [x for x in xs if x == x]
+    """Geometric mean; NaN for no values, and a NaN among them stays NaN (a failed measurement shows, not vanishes)."""
+    xs = list(xs)
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
