@@ -172,7 +172,7 @@ def cmd_data_pack(args: argparse.Namespace) -> int:
 
     def run():
         store = DatasetStore.load(Path(args.path))
-        return {"root": args.path, "packed": {kind: store.pack(kind) for kind in RETIME_KINDS}}
+        return {"root": args.path, "packed": {"part": store.pack_parts(), **{k: store.pack(k) for k in RETIME_KINDS}}}
 
     return _data_pass("pack", run)
 
@@ -447,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 20)")
     _pass_options(d)
     d.set_defaults(fn=cmd_data_refine)
-    d = dsub.add_parser("pack", help="move the per-problem files of finished retime/refine passes into pack files")
+    d = dsub.add_parser("pack", help="move a finished collection's per-problem files (parts, retimes) into pack files")
     d.add_argument("path", help="a dataset directory")
     d.set_defaults(fn=cmd_data_pack)
 

@@ -14,6 +14,11 @@ only), so the first measurement stays on disk beside the new ones. At the end of
 moved into one `<kind>-pack-<hash>.parquet` (`DatasetStore.pack`: the same rows and metadata, plus the list of the
 problems it holds, empty ones included), which saves the ~6 KB of Parquet footer each small file carries.
 
+Parts are packed the same way when a collection is finished (`pack_parts`, `autoheur data pack`): finished problems'
+parts move into `part-pack-<hash>.parquet` files, one per run metadata, with the list of the problems each holds.
+One file of many problems also compresses better (the shipped H100 data's parts: 29.8 MB, packed 13.8 MB). A packed
+problem is done like one with a part of its own; collection goes on writing parts of their own.
+
 One writer per directory: several machines collect into separate directories and `merge` combines them.
 """
 
@@ -29,6 +34,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +58,7 @@ PART_RE = re.compile(r"part-([0-9a-f]{16})\.parquet")
 RETIME_KINDS = ("retime", "refine")  # the passes that measure some configs of a problem again, in the order of reads
 RETIME_RES = {kind: re.compile(rf"{kind}-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
 PACK_RES = {kind: re.compile(rf"{kind}-pack-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
+PART_PACK_RE = re.compile(r"part-pack-([0-9a-f]{16})\.parquet")
 DONE_KEY = b"autoheur-done"  # a pack's metadata: the problems whose pass it holds, rows or not (JSON list)
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
@@ -63,7 +70,7 @@ class DatasetStore:
     def __init__(self, root: Path, meta: Metadata):
         self.root = Path(root)
         self.meta = meta  # this run's metadata, written into each new part
-        self._cache: dict[tuple[Path, int], pa.Table] = {}  # the packs read
+        self._cache: dict[tuple[Path, int], pa.Table | dict[str, pa.Table]] = {}  # the packs read
 
     # -- opening --------------------------------------------------------------------------------------------------
 
@@ -113,8 +120,12 @@ class DatasetStore:
         return self.root / f"part-{pid}.parquet"
 
     def parts(self) -> dict[str, Path]:
-        """problem_id -> part file, sorted; temp files are not parts."""
-        return self._files(PART_RE)
+        """problem_id -> the file holding its part (its own, or a part pack), sorted; temp files are not parts. A
+        problem in a pack and in its own file (a pack cut short before it removed the file) maps to the pack."""
+        out = self._files(PART_RE)
+        for path in self._files(PART_PACK_RE).values():
+            out.update(dict.fromkeys(self._pack_done(path), path))
+        return dict(sorted(out.items()))
 
     def _files(self, pattern: re.Pattern) -> dict[str, Path]:
         return {m.group(1): p for p in sorted(self.root.iterdir()) if (m := pattern.fullmatch(p.name))}
@@ -130,6 +141,8 @@ class DatasetStore:
         ids = set(table.column("problem_id").unique().to_pylist())
         if ids != {pid}:
             raise ValueError(f"table holds problem_ids {sorted(ids)}, expected only {pid} ({problem.name or problem})")
+        if pid in self.parts():  # packed (its own file is caught by the no-clobber link too)
+            raise FileExistsError(f"problem {pid} was already collected in {self.root}; rows are never duplicated")
         return self._write_part(pid, _with_metadata(table, self.meta))
 
     def retime_path(self, pid: str, kind: str = "retime") -> Path:
@@ -147,7 +160,7 @@ class DatasetStore:
     def _pack_done(self, path: Path) -> list[str]:
         md = pq.read_schema(path).metadata or {}
         if DONE_KEY not in md:
-            raise ValueError(f"{path} has no {DONE_KEY.decode()} metadata: not a pack; delete it, run the pass again")
+            raise ValueError(f"{path} has no {DONE_KEY.decode()} metadata: not a pack; delete it, run its pass again")
         return json.loads(md[DONE_KEY])
 
     def write_retime(self, problem: Problem, table: pa.Table, meta: Metadata, kind: str = "retime") -> Path:
@@ -208,20 +221,35 @@ class DatasetStore:
         """
         singles = self._files(RETIME_RES[_kind(kind)])
         packed = {pid: path for pid, path in self.retimes(kind).items() if path not in singles.values()}
+        return self._pack(
+            kind, singles, packed, lambda pid: self._read_retime_file(singles[pid], {pid}),
+            lambda pid: self.read_retime(pid, kind),
+        )  # fmt: skip
+
+    def pack_parts(self) -> int:
+        """Move the parts of their own into part packs (see the module docstring); returns how many were moved.
+        For a finished collection: one writer per directory, as always. Reads are unchanged."""
+        singles = self._files(PART_RE)
+        packed = {pid: path for pid, path in self.parts().items() if path not in singles.values()}
+        return self._pack(
+            "part", singles, packed, lambda pid: self._read_part_file(singles[pid], pid), self.read_part
+        )  # fmt: skip
+
+    def _pack(self, prefix: str, singles: dict, packed: dict, read_single, read_current) -> int:
         for pid in [pid for pid in singles if pid in packed]:  # a pack cut short: its rows are in the pack already
-            if not _same_rows(self._read_retime_file(singles[pid], {pid}), self.read_retime(pid, kind)):
+            if not _same_rows(read_single(pid), read_current(pid)):
                 raise ValueError(f"{singles[pid]} differs from its rows in {packed[pid]}: delete the one that is wrong")
             singles.pop(pid).unlink()
         groups: dict[bytes, list[tuple[str, pa.Table]]] = {}
-        for pid, path in singles.items():
-            table = self._read_retime_file(path, {pid})
+        for pid in singles:
+            table = read_single(pid)
             groups.setdefault(table.schema.metadata[METADATA_KEY], []).append((pid, table))
         for group in groups.values():
             pids = [pid for pid, _ in group]
             table = pa.concat_tables([t.replace_schema_metadata(None) for _, t in group])
             md = {**group[0][1].schema.metadata, DONE_KEY: json.dumps(pids).encode()}
             name = hashlib.sha256(" ".join(pids).encode()).hexdigest()[:16]
-            self._write_part(pids[0], table.replace_schema_metadata(md), self.root / f"{kind}-pack-{name}.parquet")
+            self._write_part(pids[0], table.replace_schema_metadata(md), self.root / f"{prefix}-pack-{name}.parquet")
             for pid in pids:
                 singles[pid].unlink()
         _fsync_dir(self.root)
@@ -242,10 +270,28 @@ class DatasetStore:
         _fsync_dir(self.root)
         return final
 
-    def read_part(self, pid: str) -> pa.Table:
-        """A validated part: schema, metadata compatible with the manifest, and the one problem its name says."""
-        path = self.part_path(pid)
+    def read_part(self, pid: str, path: Path | None = None) -> pa.Table:
+        """A validated part: schema, metadata compatible with the manifest, and the one problem its name (or its
+        pack's list) says; from its own file or its pack (`path`: where `parts()` says it is, listed once)."""
+        path = path or self.parts().get(pid) or self.part_path(pid)
+        if not PART_PACK_RE.fullmatch(path.name):
+            return self._read_part_file(path, pid)
+        key = (path, path.stat().st_mtime_ns)
+        if key not in self._cache:  # packs are written once: one read serves every problem in them
+            self._cache[key] = self._split_pack(path)
+        if pid not in self._cache[key]:
+            raise ValueError(f"{path} does not hold problem {pid}")
+        return self._cache[key][pid]
+
+    def _read_part_file(self, path: Path, pid: str) -> pa.Table:
         table = pq.read_table(path)
+        self._check_part(path, table)
+        ids = table.column("problem_id").unique().to_pylist()
+        if ids != [pid] or problem_id(problem_from_row(table.slice(0, 1).to_pylist()[0])) != pid:
+            raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
+        return table
+
+    def _check_part(self, path: Path, table: pa.Table) -> None:
         try:
             meta = validate_table(table)
         except ValueError as exc:
@@ -255,22 +301,50 @@ class DatasetStore:
             raise ValueError(
                 f"{path} was collected under other conditions ({'; '.join(diff)}); move it out of {self.root}"
             )
-        ids = table.column("problem_id").unique().to_pylist()
-        if ids != [pid] or problem_id(problem_from_row(table.slice(0, 1).to_pylist()[0])) != pid:
-            raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
-        return table
+
+    def _split_pack(self, path: Path) -> dict[str, pa.Table]:
+        """A part pack's problems, each as the part it was packed from (the pack's metadata, less its list)."""
+        table = pq.read_table(path)
+        self._check_part(path, table)
+        pids = self._pack_done(path)
+        md = {k: v for k, v in table.schema.metadata.items() if k != DONE_KEY}
+        col = table.column("problem_id").to_numpy(zero_copy_only=False).astype(str)
+        order = np.argsort(col, kind="stable")  # each problem's rows in their stored order
+        found, starts = np.unique(col[order], return_index=True)
+        if sorted(found.tolist()) != sorted(pids):
+            raise ValueError(f"{path} holds other problems than its list names: delete it and re-collect them")
+        ends = [*starts[1:].tolist(), len(col)]
+        bounds = {pid: (lo, hi) for pid, lo, hi in zip(found.tolist(), starts.tolist(), ends, strict=True)}
+        out = {}
+        for pid in pids:
+            lo, hi = bounds[pid]
+            first = int(order[lo])
+            if order[hi - 1] - first == hi - 1 - lo:  # stored together, as `pack_parts` writes them: a zero-copy slice
+                rows = table.slice(first, hi - lo)
+            else:
+                rows = table.take(pa.array(order[lo:hi]))
+            rows = rows.replace_schema_metadata(md)
+            if problem_id(problem_from_row(rows.slice(0, 1).to_pylist()[0])) != pid:
+                raise ValueError(f"{path} holds rows under problem_id {pid} of another problem: delete it, re-collect")
+            out[pid] = rows
+        return out
 
     def read_problem(
-        self, pid: str, retimed: bool | Sequence[str] = True, index: dict[str, dict[str, Path]] | None = None
+        self,
+        pid: str,
+        retimed: bool | Sequence[str] = True,
+        index: dict[str, dict[str, Path]] | None = None,
+        part: Path | None = None,
     ) -> pa.Table:
         """A problem's rows: its part, with the rows of its retime files in place of the part's, kind after kind.
 
         `retimed`: True applies every kind (`RETIME_KINDS`), False none, or a list names the kinds to apply. `index`:
-        instead, per kind to apply (in `RETIME_KINDS` order), its `retimes(kind)`, listed once for many reads.
+        instead, per kind to apply (in `RETIME_KINDS` order), its `retimes(kind)`, listed once for many reads;
+        `part`: the file `parts()` names for the problem, likewise.
         """
         if index is None:
             index = {kind: self.retimes(kind) for kind in _kinds(retimed)}
-        table = self.read_part(pid).replace_schema_metadata(None)
+        table = self.read_part(pid, part).replace_schema_metadata(None)
         for kind, files in index.items():
             path = files.get(pid)
             if path is None:
@@ -289,12 +363,13 @@ class DatasetStore:
         if unknown:
             raise ValueError(f"unknown columns {unknown}; the dataset has {list(COLUMNS)}")
         index = {kind: self.retimes(kind) for kind in RETIME_KINDS}
+        parts = self.parts()
         for kind, files in index.items():
-            orphans = sorted(set(files) - set(self.parts()))
+            orphans = sorted(set(files) - set(parts))
             if orphans:
                 raise ValueError(f"{self.root} has {kind} files without a part ({orphans[:3]}): delete them")
         index = {kind: index[kind] for kind in _kinds(retimed)}
-        tables = [self.read_problem(pid, index=index) for pid in self.parts()]
+        tables = [self.read_problem(pid, index=index, part=path) for pid, path in parts.items()]
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         return table.select(columns) if columns else table
 

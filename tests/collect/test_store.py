@@ -401,3 +401,75 @@ def test_merge_copies_retimes(tmp_path):
     a.pack()  # a packed source merges the same
     assert merge([tmp_path / "a"], tmp_path / "m2")["retimes_copied"] == 1
     assert DatasetStore.load(tmp_path / "m2").read().sort_values(key).reset_index(drop=True).equals(mine)
+
+
+# -- part packs --------------------------------------------------------------------------------------------------
+
+EXTRA = Problem("2d3d", 4, (8, 0, 40, 16), 0, 128, 64, name="d")
+
+
+def test_pack_parts_reads_the_same_and_keeps_the_dataset_whole(tmp_path):
+    store = fill(tmp_path / "d", PROBLEMS[:2])
+    noisy = make_meta()
+    noisy = dataclasses.replace(noisy, device={**noisy.device, "clocks": {"sm_mhz": 1700}})  # another run's metadata
+    DatasetStore.open(tmp_path / "d", noisy).write_problem(PROBLEMS[2], table_for(PROBLEMS[2]))
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
+    before = store.read()
+    parts_before = {pid: store.read_part(pid) for pid in store.parts()}
+    assert store.pack_parts() == 3 and store.pack_parts() == 0
+    names = sorted(p.name for p in (tmp_path / "d").iterdir() if p.name.startswith("part-"))
+    assert len(names) == 2 and all(n.startswith("part-pack-") for n in names)  # one pack per run metadata
+    again = DatasetStore.load(tmp_path / "d")
+    assert again.read().equals(before) and again.done_problems() == {problem_id(p) for p in PROBLEMS}
+    for pid, table in parts_before.items():  # each problem reads back as its part, with its run's metadata
+        packed = again.read_part(pid)  # (pandas: NaN equals NaN)
+        assert packed.to_pandas().equals(table.to_pandas()) and packed.schema.metadata == table.schema.metadata
+    with pytest.raises(FileExistsError, match="already collected"):  # packed is done: never a duplicate
+        again.write_problem(PROBLEMS[1], table_for(PROBLEMS[1]))
+    again.write_problem(EXTRA, table_for(EXTRA))  # collection goes on in parts of their own
+    assert len(again.read()) == 12 and again.pack_parts() == 1
+    assert len(DatasetStore.load(tmp_path / "d").read()) == 12
+
+
+def test_a_part_pack_cut_short_is_finished_and_a_lying_one_refused(tmp_path):
+    store = fill(tmp_path / "d")
+    store.pack_parts()
+    pid = problem_id(PROBLEMS[0])
+    leftover = store.read_part(pid)
+    pq.write_table(leftover, store.part_path(pid))  # killed after writing the pack, before removing the part
+    assert store.parts()[pid].name.startswith("part-pack-") and len(store.read()) == 9
+    assert store.pack_parts() == 0 and not store.part_path(pid).exists()
+    other = leftover.set_column(COLUMNS.index("median_ms"), "median_ms", [[9.0, 9.0, None]])
+    pq.write_table(other, store.part_path(pid))
+    with pytest.raises(ValueError, match="differs from its rows"):
+        store.pack_parts()
+    store.part_path(pid).unlink()
+    (pack,) = [p for p in (tmp_path / "d").iterdir() if p.name.startswith("part-pack-")]
+    table = pq.read_table(pack)
+    md = {**table.schema.metadata, store_mod.DONE_KEY: json.dumps([pid]).encode()}  # a list that leaves two out
+    pq.write_table(table.replace_schema_metadata(md), pack)
+    with pytest.raises(ValueError, match="other problems than its list"):
+        DatasetStore.load(tmp_path / "d").read()
+
+
+def test_merge_reads_a_packed_source(tmp_path):
+    fill(tmp_path / "a").pack_parts()
+    out = merge([tmp_path / "a"], tmp_path / "m")
+    assert out["copied"] == 3 and len(DatasetStore.load(tmp_path / "m").read()) == 9
+    assert info(tmp_path / "a")["problems"] == 3
+
+
+def test_a_part_pack_whose_rows_are_interleaved_reads_the_same(tmp_path):
+    store = fill(tmp_path / "d")
+    before = store.read()
+    store.pack_parts()
+    (pack,) = [p for p in (tmp_path / "d").iterdir() if p.name.startswith("part-pack-")]
+    table = pq.read_table(pack)
+    pq.write_table(table.take([8, 0, 4, 1, 7, 2, 5, 3, 6]), pack)  # rows of the three problems mixed
+    assert (
+        DatasetStore.load(tmp_path / "d")
+        .read()
+        .sort_values(["problem_id", "config_id"])
+        .reset_index(drop=True)
+        .equals(before.sort_values(["problem_id", "config_id"]).reset_index(drop=True))
+    )
