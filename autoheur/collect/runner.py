@@ -717,10 +717,10 @@ def _remeasure(
     done = store.retimes(kind)
     todo: list[tuple[Problem, tuple[str, ...]]] = []
     index = {k: store.retimes(k) for k in after}  # listed once, not per problem
-    for pid in store.parts():
+    for pid, part in store.parts().items():
         if pid in done:
             continue
-        rows = store.read_problem(pid, index=index)
+        rows = store.read_problem(pid, index=index, part=part)
         todo.append((problem_from_row(rows.slice(0, 1).to_pylist()[0]), select(rows)))
     n_configs = sum(len(ids) for _, ids in todo)
     log(f"dataset {root}: {len(done)} problems already done; this {kind}: {n_configs} configs {what} in {len(todo)}")
