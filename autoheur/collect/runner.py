@@ -538,6 +538,7 @@ def collect(
     )
     summary = {"root": str(root), "todo": len(todo), "already_done": len(mine) - len(todo), "done": 0, "errors": []}
     if not todo:
+        summary["packed"] = store.pack_parts()  # what a run killed before its end left in parts of their own
         return summary
     spec = device_spec(0)
     t_c = time.time()
@@ -586,6 +587,8 @@ def collect(
                 live -= 1
         for pr in procs:
             pr.join()
+    # every worker has ended (one writer again): this run's parts into one pack (store.pack_parts; reads unchanged)
+    summary["packed"] = store.pack_parts()
     summary["done"] = len(records)
     summary["wall_s"] = time.time() - t0
     if records:

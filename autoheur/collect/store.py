@@ -14,10 +14,11 @@ only), so the first measurement stays on disk beside the new ones. At the end of
 moved into one `<kind>-pack-<hash>.parquet` (`DatasetStore.pack`: the same rows and metadata, plus the list of the
 problems it holds, empty ones included), which saves the ~6 KB of Parquet footer each small file carries.
 
-Parts are packed the same way when a collection is finished (`pack_parts`, `autoheur data pack`): finished problems'
-parts move into `part-pack-<hash>.parquet` files, one per run metadata, with the list of the problems each holds.
-One file of many problems also compresses better (the shipped H100 data's parts: 29.8 MB, packed 13.8 MB). A packed
-problem is done like one with a part of its own; collection goes on writing parts of their own.
+Parts are packed the same way (`pack_parts`): at the end of every collection run, and by `autoheur data pack` for
+what a killed run left. Finished problems' parts move into `part-pack-<hash>.parquet` files, one per run metadata,
+with the list of the problems each holds. One file of many problems also compresses better (the shipped H100 data's
+parts: 29.8 MB, packed 13.8 MB). A packed problem is done like one with a part of its own; during a run, collection
+writes parts of their own (kill safety).
 
 One writer per directory: several machines collect into separate directories and `merge` combines them.
 """

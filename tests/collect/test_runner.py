@@ -70,11 +70,13 @@ def test_end_to_end_two_problems(tmp_path):
 
 def test_rerun_skips_finished_problems(tmp_path):
     root = tmp_path / "ds"
-    collect(TINY[:1], root, OPTS, log=quiet)
-    before = (root / f"part-{problem_id(TINY[0])}.parquet").read_bytes()
+    assert collect(TINY[:1], root, OPTS, log=quiet)["packed"] == 1  # a finished run packs its parts
+    (first,) = root.glob("part-pack-*.parquet")
+    before = first.read_bytes()
     summary = collect(TINY, root, OPTS, log=quiet)
-    assert summary["already_done"] == 1 and summary["done"] == 1
-    assert (root / f"part-{problem_id(TINY[0])}.parquet").read_bytes() == before  # untouched
+    assert summary["already_done"] == 1 and summary["done"] == 1 and summary["packed"] == 1
+    assert first.read_bytes() == before  # untouched: the second run's problem went into a pack of its own
+    assert len(list(root.glob("part-pack-*.parquet"))) == 2 and not list(root.glob(f"part-{'?' * 16}.parquet"))
     df = DatasetStore.load(root).read()
     assert len(df) == len(df.drop_duplicates(["problem_id", "config_id"])) == 2 * len(IDS)
 
