@@ -413,7 +413,7 @@ def read_manifest(root: Path) -> Metadata:
 
 def merge(sources: list[Path], dest: Path) -> dict:
     """Copy every part (and retime file, of every kind) of `sources` into `dest` (created with the first source's
-    metadata, or resumed).
+    metadata, or resumed), then pack the copies.
 
     Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
     are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
@@ -458,6 +458,8 @@ def merge(sources: list[Path], dest: Path) -> dict:
                 out._write_part(pid, table, out.retime_path(pid, kind))
                 retimes[kind] += 1
         logs += _copy_run_logs(s.root, out.root)
+    if copied:
+        out.pack_parts()
     for kind in RETIME_KINDS:
         if retimes[kind]:
             out.pack(kind)

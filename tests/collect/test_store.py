@@ -456,6 +456,7 @@ def test_merge_reads_a_packed_source(tmp_path):
     fill(tmp_path / "a").pack_parts()
     out = merge([tmp_path / "a"], tmp_path / "m")
     assert out["copied"] == 3 and len(DatasetStore.load(tmp_path / "m").read()) == 9
+    assert [p.name[:10] for p in (tmp_path / "m").glob("part-*.parquet")] == ["part-pack-"]  # the copies packed
     assert info(tmp_path / "a")["problems"] == 3
 
 
