@@ -123,8 +123,12 @@ class DatasetStore:
     def parts(self) -> dict[str, Path]:
         """problem_id -> the file holding its part (its own, or a part pack), sorted; temp files are not parts. A
         problem in a pack and in its own file (a pack cut short before it removed the file) maps to the pack."""
-        out = self._files(PART_RE)
-        for path in self._files(PART_PACK_RE).values():
+        return self._index(PART_RE, PART_PACK_RE)
+
+    def _index(self, single: re.Pattern, pack: re.Pattern) -> dict[str, Path]:
+        """problem_id -> its own file (matching `single`) or the pack (matching `pack`) that lists it; a pack wins."""
+        out = self._files(single)
+        for path in self._files(pack).values():
             out.update(dict.fromkeys(self._pack_done(path), path))
         return dict(sorted(out.items()))
 
@@ -153,10 +157,7 @@ class DatasetStore:
         """problem_id -> the file holding its pass of `kind` (its own file, or a pack), sorted: the problems that
         pass has finished (possibly with no rows). A problem in a pack and in its own file (a pack cut short before
         it removed the file) maps to the pack, whose rows were copied from that file."""
-        out = self._files(RETIME_RES[_kind(kind)])
-        for path in self._files(PACK_RES[kind]).values():
-            out.update(dict.fromkeys(self._pack_done(path), path))
-        return dict(sorted(out.items()))
+        return self._index(RETIME_RES[_kind(kind)], PACK_RES[kind])
 
     def _pack_done(self, path: Path) -> list[str]:
         md = pq.read_schema(path).metadata or {}
@@ -432,8 +433,8 @@ def merge(sources: list[Path], dest: Path) -> dict:
     copied = skipped = logs = 0
     retimes = dict.fromkeys(RETIME_KINDS, 0)
     for s in stores:
-        for pid in s.parts():
-            table = s.read_part(pid)
+        for pid, path in s.parts().items():
+            table = s.read_part(pid, path)
             if pid in out.done_problems():
                 if not _same_rows(table, out.read_part(pid)):
                     raise ValueError(
