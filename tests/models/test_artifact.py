@@ -170,7 +170,8 @@ def test_shipped_models_load_and_predict():
 
 def test_train_applies_the_family_defaults(tmp_path):
     """The Inductor family keeps the single inner-CV-selected objective and the 6 metric grades as training labels
-    (rankers.FAMILY_PARAMS); autoheur's own kernel family gets the ensemble and the 9 grades."""
+    (rankers.FAMILY_PARAMS) and no re-ranker; autoheur's own kernel family gets the ensemble, the 9 grades and the
+    re-ranker."""
     from autoheur.models.metrics import RELEVANCE_THRESHOLDS
     from autoheur.models.rankers import ENSEMBLE, OBJECTIVES
 
@@ -180,6 +181,7 @@ def test_train_applies_the_family_defaults(tmp_path):
     assert model.meta["objective"] in OBJECTIVES and set(model.meta["objective_selection"]) == set(OBJECTIVES)
     assert model.meta["family"] == "inductor"
     assert tuple(model.ranker.relevance) == RELEVANCE_THRESHOLDS  # the 6 grades its shipped model was trained on
+    assert model.ranker.rerank_top == 0 and model.ranker.reranker_ is None  # nor a near-best re-ranker
     forced = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params={**small, "objective": ENSEMBLE})
     assert forced.meta["objective"] == ENSEMBLE  # explicit parameters still win
 
@@ -188,3 +190,4 @@ def test_the_triton_family_trains_the_ensemble(trained):
     model, _ = trained
     assert model.meta["objective"] == "ensemble" and len(model.ranker.members_) == 2
     assert tuple(model.ranker.relevance) == TRAIN_RELEVANCE
+    assert model.ranker.rerank_top == 48 and model.ranker.reranker_ is not None

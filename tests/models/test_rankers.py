@@ -113,7 +113,7 @@ def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
     from autoheur.models.rankers import ENSEMBLE_MEMBERS
 
     pids = h100_slice.problems
-    m = XGBRankerModel(n_estimators=60, max_depth=3, n_jobs=1)
+    m = XGBRankerModel(n_estimators=60, max_depth=3, n_jobs=1, rerank_top=0)  # the blend alone (see the rerank tests)
     m.shortlist = 40  # fewer than a problem's configs, so the shortlist matters
     assert m.objective == "ensemble"
     m.fit(h100_slice.subset(pids[:20]))
@@ -180,3 +180,68 @@ def test_the_ranker_learns_from_its_own_labels(h100_slice, monkeypatch):
     XGBRankerModel(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None).fit(train)
     np.testing.assert_array_equal(seen[0], XGBRankerModel().labels(train.frame))
     assert seen[0].max() == 9 and train.frame["label"].max() == 6
+
+
+@pytest.mark.parametrize("mode", ["replace", "add"])
+def test_rerank_reorders_the_best_rerank_top_and_keeps_the_lead_first(mode, h100_slice):
+    """The near-best re-ranker touches only the ensemble's best `rerank_top` configs: they stay above the rest, the
+    lead's top 1 stays first, and the others follow the re-ranker ("replace") or the sum of the standardized blend
+    and the weighted re-ranker ("add")."""
+    pids = h100_slice.problems
+    kw = dict(n_estimators=60, max_depth=3, n_jobs=1)
+    m = XGBRankerModel(**kw, rerank_top=12, rerank_mode=mode, rerank_weight=1.5).fit(h100_slice.subset(pids[:20]))
+    one = h100_slice.subset([pids[25]])
+    scores = m.predict(one)
+    reranker, m.reranker_ = m.reranker_, None  # the same model without its re-ranker: the blend
+    blend = m.predict(one)
+    order = np.argsort(-blend, kind="stable")
+    top, rest = order[:12], order[12:]
+    assert scores[top].min() > scores[rest].max()
+    np.testing.assert_array_equal(scores[rest], blend[rest])
+    assert np.argmax(scores) == top[0]
+    r = reranker.get_booster().inplace_predict(one.X[top]).astype(float)
+    z = lambda v: (v - v.mean()) / v.std()  # noqa: E731
+    expected = z(r) if mode == "replace" else z(blend[top]) + 1.5 * z(r)
+    got = scores[top[1:]]
+    np.testing.assert_allclose(got - got.mean(), expected[1:] - expected[1:].mean(), rtol=1e-6, atol=1e-9)
+
+
+def test_rerank_learns_the_fastest_rows_under_its_own_grades(h100_slice, monkeypatch):
+    """The re-ranker is fit on each problem's `rerank_rows` fastest ok configs, labelled by `rerank_relevance`."""
+    import xgboost as xgb
+
+    from autoheur.models.rankers import RERANK_RELEVANCE
+
+    seen = []
+    real = xgb.XGBRanker.fit
+    monkeypatch.setattr(
+        xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append((np.asarray(y), kw["qid"])) or real(self, X, y, **kw)
+    )
+    train = h100_slice.subset(h100_slice.problems[:6])
+    XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=8, rerank_rows=10).fit(train)
+    y, qid = seen[-1]  # the members first, the re-ranker last
+    assert len(seen) == 3 and np.bincount(qid).tolist() == [10] * 6
+    f = train.frame
+    for q, (_, g) in enumerate(f.groupby("problem_id", sort=False)):
+        fastest = np.sort(g.loc[g["status"] == "ok", "rel_time"].to_numpy())[:10]
+        grades = [sum(r <= t for t in RERANK_RELEVANCE) for r in fastest]
+        assert sorted(y[qid == q].tolist()) == sorted(grades)
+    assert y.max() == len(RERANK_RELEVANCE)
+
+
+@pytest.mark.parametrize(
+    "bad", [dict(rerank_mode="swap"), dict(rerank_objective="rank:map"), dict(rerank_relevance=(1.1, 1.0))]
+)
+def test_bad_rerank_settings_are_refused(bad, h100_slice):
+    with pytest.raises(ValueError, match="rerank"):
+        XGBRankerModel(rerank_top=8, **bad).fit(h100_slice.subset(h100_slice.problems[:4]))
+
+
+def test_a_model_saved_before_the_reranker_still_predicts(h100_slice):
+    """Models pickled before the re-ranker have no `reranker_`: they score as the blend."""
+    pids = h100_slice.problems
+    m = XGBRankerModel(n_estimators=20, max_depth=3, n_jobs=1, rerank_top=0).fit(h100_slice.subset(pids[:20]))
+    test = h100_slice.subset(pids[20:24])
+    expected = m.predict(test)
+    del m.reranker_
+    np.testing.assert_array_equal(m.predict(test), expected)

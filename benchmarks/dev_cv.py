@@ -1,0 +1,118 @@
+"""The development CV: where model designs are chosen, away from every reported figure.
+
+An inner GroupKFold over the training problems of one outer GroupKFold fold (the same outer folds as
+`autoheur eval`'s group_kfold). The outer fold's test problems are never read. Each variant is fit and scored on the
+same inner folds; the summary is the one `autoheur eval` prints (best-of-10 and top-1 geomean / P10 / min, oracle in
+the top 10), plus where the oracle ranked when it missed the top 10.
+
+    python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base,rerank
+    python benchmarks/dev_cv.py --data data/nvidia-h200 --variants base,rerank --out /tmp/dev.json
+
+Variants are named in VARIANTS below; each is a factory of a fresh ranker. Run on the CPU (xgboost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import GroupKFold
+
+from autoheur.models.data import load_ranking_set
+from autoheur.models.evaluate import group_kfold
+from autoheur.models.metrics import evaluate, summarize
+from autoheur.models.rankers import XGBRankerModel
+
+
+def _variants() -> dict:
+    return {
+        "base": lambda seed: XGBRankerModel(random_state=seed),
+        "rerank": lambda seed: XGBRankerModel(random_state=seed, rerank_top=32),
+        "rerank24": lambda seed: XGBRankerModel(random_state=seed, rerank_top=24),
+        "rerank48": lambda seed: XGBRankerModel(random_state=seed, rerank_top=48),
+        "rerank_ndcg": lambda seed: XGBRankerModel(random_state=seed, rerank_top=32, rerank_objective="rank:ndcg"),
+        "rerank_add": lambda seed: XGBRankerModel(random_state=seed, rerank_top=32, rerank_mode="add"),
+        "add_w2": lambda seed: XGBRankerModel(random_state=seed, rerank_top=32, rerank_mode="add", rerank_weight=2.0),
+        "add48": lambda seed: XGBRankerModel(random_state=seed, rerank_top=48, rerank_mode="add"),
+        "add_rows128": lambda seed: XGBRankerModel(
+            random_state=seed, rerank_top=32, rerank_mode="add", rerank_rows=128
+        ),
+        "add_ndcg": lambda seed: XGBRankerModel(
+            random_state=seed, rerank_top=32, rerank_mode="add", rerank_objective="rank:ndcg"
+        ),
+    }
+
+
+VARIANTS = _variants()
+
+
+def oracle_rank(frame: pd.DataFrame) -> pd.Series:
+    """Per problem, the 0-based rank of the oracle (fastest ok config) under `score`, ties by row order."""
+    out = {}
+    for pid, g in frame.groupby("problem_id", sort=False):
+        ok = g["status"].to_numpy() == "ok"
+        t = np.where(ok, g["median_ms"].to_numpy(), np.inf)
+        if not np.isfinite(t).any():
+            continue
+        order = np.argsort(-g["score"].to_numpy(), kind="stable")
+        out[pid] = int(np.flatnonzero(t[order] == t.min())[0])
+    return pd.Series(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--variants", default="base")
+    ap.add_argument(
+        "--outer-fold", type=int, default=0, help="the outer GroupKFold fold whose training problems are used"
+    )
+    ap.add_argument("--inner", type=int, default=5)
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--out", default=None, help="write the summaries here as JSON")
+    args = ap.parse_args(argv)
+
+    rs = load_ranking_set(args.data)
+    folds = list(group_kfold(rs))
+    _, train_ids, _ = folds[args.outer_fold]
+    dev = rs.subset(train_ids)
+    pids = dev.problems
+    print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
+    results = []
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        inner = list(GroupKFold(args.inner, shuffle=True, random_state=seed).split(pids, groups=pids))
+        for name in args.variants.split(","):
+            t0 = time.perf_counter()
+            frames = []
+            for tr, te in inner:
+                model = VARIANTS[name](seed).fit(dev.subset(pids[tr]))
+                test = dev.subset(pids[te])
+                frames.append(test.frame.assign(score=model.predict(test)))
+            frame = pd.concat(frames, ignore_index=True)
+            s = summarize(evaluate(frame))
+            ranks = oracle_rank(frame)
+            missed = ranks[ranks >= 10]
+            row = {
+                "variant": name,
+                "seed": seed,
+                "problems": s["n_problems"],
+                "best10": [round(s[f"eff_best10_{k}"], 4) for k in ("geomean", "p10", "min")],
+                "top1": [round(s[f"eff_top1_{k}"], 4) for k in ("geomean", "p10", "min")],
+                "hit": round(s["oracle_in_top10"], 4),
+                "missed_rank_median": float(missed.median()) if len(missed) else None,
+                "missed_within_32": int((missed < 32).sum()),
+                "missed": len(missed),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
