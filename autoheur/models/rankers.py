@@ -188,22 +188,19 @@ class XGBRankerModel(_Boosted):
         reranker = getattr(self, "reranker_", None)
         if reranker is None:
             return out
-        booster = reranker.get_booster()
-        for idx in groups:
-            if len(idx) < 2:
-                continue
-            n = min(self.rerank_top, len(idx))
-            top = idx[np.argsort(-out[idx], kind="stable")[:n]]
-            r = _standardized(booster.inplace_predict(np.ascontiguousarray(X[top])).astype(np.float64))
-            if self.rerank_mode == "add":
-                base = _standardized(out[top])
-                new = base + self.rerank_weight * r
-            else:
-                new = r
-            lead = top[0]
+        tops = [idx[np.argsort(-out[idx], kind="stable")[: self.rerank_top]] for idx in groups if len(idx) >= 2]
+        if not tops:
+            return out
+        rows = np.concatenate(tops)  # one prediction for every problem's candidates, as the members' pass does
+        scores = reranker.get_booster().inplace_predict(np.ascontiguousarray(X[rows])).astype(np.float64)
+        start = 0
+        for top in tops:
+            r = _standardized(scores[start : start + len(top)])
+            start += len(top)
+            new = _standardized(out[top]) + self.rerank_weight * r if self.rerank_mode == "add" else r
             new = new - new.min() + out[top].max() + 1.0
             out[top] = new
-            out[lead] = new.max() + 1.0
+            out[top[0]] = new.max() + 1.0  # the lead's pick: the blend's best, first before and after
         return out
 
     def _fit_one(self, sub: RankingSet, objective: str, labels: np.ndarray | None = None):
