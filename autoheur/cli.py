@@ -167,6 +167,20 @@ def cmd_data_refine(args: argparse.Namespace) -> int:
     return _data_pass("refine", run)
 
 
+def cmd_data_polish(args: argparse.Namespace) -> int:
+    from autoheur.collect.runner import POLISH_REPS, POLISH_TOP, POLISH_WITHIN, CollectOptions, polish
+
+    reps = POLISH_REPS if args.reps is None else args.reps
+    within = POLISH_WITHIN if args.within is None else args.within
+    top = POLISH_TOP if args.top is None else args.top
+
+    def run():
+        opts = CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
+        return polish(Path(args.path), opts, within=within, top=top)
+
+    return _data_pass("polish", run)
+
+
 def cmd_data_pack(args: argparse.Namespace) -> int:
     from autoheur.collect.store import RETIME_KINDS, DatasetStore
 
@@ -371,7 +385,7 @@ def _device_name(arg: str | None) -> str:
 
 
 def _pass_options(d: argparse.ArgumentParser) -> None:
-    """The options `data retime` and `data refine` share: when to stop, compile workers, the inputs' seed."""
+    """The options `data retime`, `refine` and `polish` share: when to stop, compile workers, the inputs' seed."""
     d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
     d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
@@ -447,6 +461,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 20)")
     _pass_options(d)
     d.set_defaults(fn=cmd_data_refine)
+    d = dsub.add_parser("polish", help="measure the near-tied front again after the refine, to more rounds (GPU)")
+    d.add_argument("path", help="a dataset directory")
+    # defaults in runner.POLISH_*, checked like refine's
+    d.add_argument("--within", type=float, help="ok configs within this factor of the refined best (default 1.04)")
+    d.add_argument("--top", type=int, help="at most this many per problem, fastest first (default 16)")
+    d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 48)")
+    _pass_options(d)
+    d.set_defaults(fn=cmd_data_polish)
     d = dsub.add_parser("pack", help="move a finished collection's per-problem files (parts, retimes) into pack files")
     d.add_argument("path", help="a dataset directory")
     d.set_defaults(fn=cmd_data_pack)

@@ -5,14 +5,15 @@ Layout: `dataset.json` (the manifest: the metadata the dataset was started with)
 in the same directory, fsynced, then linked into place without clobbering, so a kill at any moment loses at most the
 problem in flight and can never leave a half-written part or a duplicate. The set of parts is the set of problems done.
 
-Retimes: a problem may also have new measurements of some of its configs, in one file per kind of pass, written the
-same way: `retime-<problem_id>.parquet` (`autoheur data retime`: the configs whose runs disagreed) and
-`refine-<problem_id>.parquet` (`autoheur data refine`: the near-best configs, to a tighter precision). Parts are never
-rewritten: `read` overlays a problem's retimed rows on its part's rows, the kinds in the order of `RETIME_KINDS`
-(same problem and config keys; a retime's metadata may differ from the manifest in its timing protocol version
-only), so the first measurement stays on disk beside the new ones. At the end of a pass its per-problem files are
-moved into one `<kind>-pack-<hash>.parquet` (`DatasetStore.pack`: the same rows and metadata, plus the list of the
-problems it holds, empty ones included), which saves the ~6 KB of Parquet footer each small file carries.
+Retimes: a problem may also have new measurements of some of its configs, in one file per kind of pass, written the same
+way: `retime-<problem_id>.parquet` (`autoheur data retime`: the configs whose runs disagreed) and
+`refine-<problem_id>.parquet` (`autoheur data refine`: the near-best configs, to a tighter precision) and
+`polish-<problem_id>.parquet` (`autoheur data polish`: the near-tied front after the refine, to more rounds). Parts are
+never rewritten: `read` overlays a problem's retimed rows on its part's rows, the kinds in the order of `RETIME_KINDS`
+(same problem and config keys; a retime's metadata may differ from the manifest in its timing protocol version only), so
+the first measurement stays on disk beside the new ones. At the end of a pass its per-problem files are moved into one
+`<kind>-pack-<hash>.parquet` (`DatasetStore.pack`: the same rows and metadata, plus the list of the problems it holds,
+empty ones included), which saves the ~6 KB of Parquet footer each small file carries.
 
 Parts are packed the same way (`pack_parts`): at the end of every collection run, and by `autoheur data pack` for
 what a killed run left. Finished problems' parts move into `part-pack-<hash>.parquet` files, one per run metadata,
@@ -56,7 +57,8 @@ from autoheur.problem import Problem
 
 MANIFEST = "dataset.json"
 PART_RE = re.compile(r"part-([0-9a-f]{16})\.parquet")
-RETIME_KINDS = ("retime", "refine")  # the passes that measure some configs of a problem again, in the order of reads
+RETIME_KINDS = ("retime", "refine", "polish")  # the passes that measure some configs again, in the order of reads
+PAST = {"retime": "retimed", "refine": "refined", "polish": "polished"}  # info's "<past>_rows" keys
 RETIME_RES = {kind: re.compile(rf"{kind}-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
 PACK_RES = {kind: re.compile(rf"{kind}-pack-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
 PART_PACK_RE = re.compile(r"part-pack-([0-9a-f]{16})\.parquet")
@@ -469,6 +471,7 @@ def merge(sources: list[Path], dest: Path) -> dict:
         "copied": copied,
         "retimes_copied": retimes["retime"],
         "refines_copied": retimes["refine"],
+        "polishes_copied": retimes["polish"],
         "duplicates_skipped": skipped,
         "run_logs_copied": logs,
         "problems": len(out.done_problems()),
@@ -511,8 +514,7 @@ def info(root: Path) -> dict:
                 "family": store.meta.family,
                 "rows": len(df),
                 "problems": int(df["problem_id"].nunique()),
-                "retimed_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in set(store.retimes().values())),
-                "refined_rows": sum(pq.ParquetFile(p).metadata.num_rows for p in set(store.retimes("refine").values())),
+                **{f"{PAST[kind]}_rows": _rows(store.retimes(kind).values()) for kind in RETIME_KINDS},
             }
         )
     df = pd.concat(frames, ignore_index=True)
@@ -559,7 +561,7 @@ def format_info(d: dict) -> str:
     lines = [f"{d['rows']} rows, {d['problems']} problems, {d['configs']} configs, devices: {', '.join(d['devices'])}"]
     for ds in d["datasets"]:
         family = "" if ds.get("family", "triton") == "triton" else f" ({ds['family']} family)"
-        again = [f"{ds[f'{k}d_rows']} {k}d" for k in RETIME_KINDS if ds.get(f"{k}d_rows")]
+        again = [f"{ds[f'{PAST[k]}_rows']} {PAST[k]}" for k in RETIME_KINDS if ds.get(f"{PAST[k]}_rows")]
         retimed = f" ({', '.join(again)})" if again else ""
         lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows{retimed}")
     total = max(d["rows"], 1)
@@ -574,6 +576,11 @@ def format_info(d: dict) -> str:
 
 
 # -- filesystem helpers --------------------------------------------------------------------------------------------
+
+
+def _rows(paths) -> int:
+    """Rows in a set of Parquet files (a pack listed once however many problems it holds)."""
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in set(paths))
 
 
 def _same_rows(a: pa.Table, b: pa.Table) -> bool:

@@ -432,14 +432,48 @@ def test_refine_end_to_end_after_a_retime(tmp_path):
         runner.refine(root, CollectOptions(reps=4, workers=1), within=0.5, log=quiet)
 
 
-def test_refine_cli_defaults_are_the_runners(capsys):
+def test_polish_end_to_end_after_the_refine(tmp_path):
+    """Polish picks from the rows as retimed and refined, times them in its own rounds and overlays them last; the
+    refine's figures stay on disk; resumable; a bad selection is refused before any work."""
+    root = tmp_path / "ds"
+    collect(TINY, root, OPTS, log=quiet)
+    runner.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=3, log=quiet)
+    store = DatasetStore.load(root)
+    refined = store.read()
+    picks = {pid: set(runner.configs_to_refine(store.read_problem(pid), 1e9, 2)) for pid in store.parts()}
+    summary = runner.polish(root, CollectOptions(reps=5, workers=1), within=1e9, top=2, log=quiet)
+    assert summary["kind"] == "polish" and summary["done"] == 2
+    assert summary["configs"] == sum(map(len, picks.values())) == 4
+    assert store.read(retimed=["retime", "refine"]).equals(refined)  # the refine's figures, untouched
+    now = store.read()
+    joined = refined.merge(now, on=["problem_id", "config_id"], suffixes=("", "_new"))
+    picked = joined.apply(lambda r: r.config_id in picks[r.problem_id], axis=1)
+    assert (joined.loc[picked, "reps_new"] == 5).all() and (joined.loc[picked, "status_new"] == "ok").all()
+    assert (joined.loc[~picked, "collected_at_new"] == joined.loc[~picked, "collected_at"]).all()
+    log = [json.loads(line) for line in next((root / "runs").glob("*-polish.jsonl")).read_text().splitlines()]
+    assert len(log) == 2 and all(r["kind"] == "polish" and r["polished"] == 2 and r["top"] == 2 for r in log)
+    assert len(store.retimes("polish")) == 2 and next(root.glob("polish-pack-*.parquet"))  # packed at the end
+    again = runner.polish(root, CollectOptions(reps=5, workers=1), log=quiet)
+    assert again["todo"] == 0 and again["already_done"] == 2
+    with pytest.raises(ValueError, match="within"):
+        runner.polish(root, CollectOptions(reps=5, workers=1), top=0, log=quiet)
+
+
+@pytest.mark.parametrize(
+    "cmd, defaults",
+    [
+        ("refine", (runner.REFINE_WITHIN, runner.REFINE_TOP, runner.REFINE_REPS)),
+        ("polish", (runner.POLISH_WITHIN, runner.POLISH_TOP, runner.POLISH_REPS)),
+    ],
+)
+def test_pass_cli_defaults_are_the_runners(capsys, cmd, defaults):
     """The CLI does not import the runner to build its parser; its help must state the runner's defaults."""
     from autoheur.cli import main
 
     with pytest.raises(SystemExit):
-        main(["data", "refine", "--help"])
+        main(["data", cmd, "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    for default in (runner.REFINE_WITHIN, runner.REFINE_TOP, runner.REFINE_REPS):
+    for default in defaults:
         assert f"(default {default})" in help_text
 
 

@@ -330,12 +330,18 @@ def test_refine_overlays_after_the_retime(tmp_path):
     with pytest.raises(FileExistsError, match="refine pass"):
         store.write_retime(PROBLEMS[0], refined, newer, kind="refine")
     with pytest.raises(ValueError, match="unknown retime kind"):
-        store.read(retimed=["polish"])
+        store.read(retimed=["shine"])
     with pytest.raises(ValueError, match="unknown retime kind"):
-        store.retimes("polish")
+        store.retimes("shine")
     d = info(tmp_path / "d")["datasets"][0]
-    assert (d["retimed_rows"], d["refined_rows"]) == (1, 1)
+    assert (d["retimed_rows"], d["refined_rows"], d["polished_rows"]) == (1, 1, 0)
     assert "(1 retimed, 1 refined)" in format_info(info(tmp_path / "d"))
+    polished = rows_for(PROBLEMS[0], [(CONFIGS[0], "ok", Timing(0.095, 0.002, 48, False))], collected_at=WHEN)
+    store.write_retime(PROBLEMS[0], polished, newer, kind="polish")  # the last kind: it overlays both
+    assert figure() == (0.095, 48)
+    assert figure(retimed=["retime", "refine"]) == (0.09, 20)
+    assert "(1 retimed, 1 refined, 1 polished)" in format_info(info(tmp_path / "d"))
+    store.retime_path(pid, "polish").unlink()
     store.part_path(pid).unlink()  # a refine file without its part is refused like a retime's
     store.retime_path(pid).unlink()
     with pytest.raises(ValueError, match="refine files without a part"):
@@ -388,16 +394,17 @@ def test_merge_copies_retimes(tmp_path):
     a = fill(tmp_path / "a", PROBLEMS[:2])
     a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
     a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="refine")
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="polish")
     fill(tmp_path / "b", PROBLEMS[1:])
     out = merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
-    assert out["retimes_copied"] == 1 and out["refines_copied"] == 1 and out["problems"] == 3
+    assert out["retimes_copied"] == out["refines_copied"] == out["polishes_copied"] == 1 and out["problems"] == 3
     key = ["problem_id", "config_id"]
     merged = DatasetStore.load(tmp_path / "m").read().sort_values(key).reset_index(drop=True)
     mine = a.read().sort_values(key).reset_index(drop=True)
     assert merged[merged.problem_id.isin(mine.problem_id)].reset_index(drop=True).equals(mine)  # a's retime applies
     again = merge([tmp_path / "a"], tmp_path / "m")
     assert again["retimes_copied"] == again["refines_copied"] == 0  # identical: skipped
-    assert {p.name.split("-")[1] for p in (tmp_path / "m").glob("re*-*.parquet")} == {"pack"}  # the copies packed
+    assert {p.name.split("-")[1] for p in (tmp_path / "m").glob("[rp][eo]*-*.parquet")} == {"pack"}  # copies packed
     a.pack()  # a packed source merges the same
     assert merge([tmp_path / "a"], tmp_path / "m2")["retimes_copied"] == 1
     assert DatasetStore.load(tmp_path / "m2").read().sort_values(key).reset_index(drop=True).equals(mine)
