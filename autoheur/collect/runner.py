@@ -773,7 +773,9 @@ def _remeasure(
     that kind (an empty one when none is selected). `record`: fields every problem's line in the run log carries
     (the pass's selection). `extend(figures, results)`: configs to add once a problem is measured (its ok figures
     before the pass, and the pass's results); the problem is then measured again, all its configs together, up to
-    POLISH_EXTENSIONS times, and only the last measurement is written."""
+    POLISH_EXTENSIONS times, and only the last measurement is written. If `extend` still names configs after that,
+    the session cannot be compared with the problem's other figures: an empty file is written (the problem is done,
+    its earlier figures stand) and the run log marks it "inconsistent"."""
     extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
@@ -847,6 +849,10 @@ def _remeasure(
             if extend:
                 record.update({PAST[kind]: len(ids), "extended": len(added)})
                 summary["extended_problems"] = summary.get("extended_problems", 0) + bool(added)
+                if extend(figures, results):  # still beaten after the last extension: not comparable, not applied
+                    record["inconsistent"] = True
+                    summary["inconsistent"] = summary.get("inconsistent", 0) + 1
+                    results = []
             record.update(asdict(stats))
         try:
             store.write_retime(p, rows_for(p, results), meta, kind)

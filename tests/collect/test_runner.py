@@ -494,7 +494,31 @@ def test_polish_extends_a_problem_whose_unmeasured_configs_beat_its_session(tmp_
     rows = store.read_retime(problem_id(p), "polish").to_pandas()
     assert set(IDS[:3]) <= set(rows.config_id) and (rows.reps == 3).all() and (rows.status == "ok").all()
     log = json.loads(next((root / "runs").glob("*-polish.jsonl")).read_text().splitlines()[0])
-    assert log["extended"] >= 1 and log["polished"] == len(rows)
+    assert log["extended"] >= 1 and log["polished"] == len(rows) and "inconsistent" not in log
+
+
+def test_a_polish_still_beaten_after_its_extensions_is_not_applied(tmp_path, monkeypatch):
+    """With no extension allowed, the problem above cannot be made comparable: its polish file is empty (the problem
+    is done, its refined figures stand) and the log says why."""
+    from autoheur.collect.schema import rows_for
+    from autoheur.kernels.config import KernelConfig
+
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    store = DatasetStore.load(root)
+    pid = next(iter(store.parts()))
+    p = problem_from_row(store.read_problem(pid).slice(0, 1).to_pylist()[0])
+    fake = zip(IDS[:2], [1e-9, 2e-9], strict=True)
+    refined = [(KernelConfig.from_id(c), "ok", Timing(t, 0.0, 20, False)) for c, t in fake]
+    store.write_retime(p, rows_for(p, refined), store.meta, kind="refine")
+    before = store.read()
+    monkeypatch.setattr(runner, "POLISH_EXTENSIONS", 0)
+    summary = runner.polish(root, CollectOptions(reps=3, workers=1), within=1e9, top=1, log=quiet)
+    assert summary["done"] == 1 and summary["inconsistent"] == 1
+    assert store.read_retime(pid, "polish").num_rows == 0 and store.read().equals(before)
+    log = json.loads(next((root / "runs").glob("*-polish.jsonl")).read_text())
+    assert log["inconsistent"] is True and log["polished"] == 1
+    assert runner.polish(root, CollectOptions(reps=3, workers=1), log=quiet)["todo"] == 0  # done, not retried
 
 
 @pytest.mark.parametrize(
