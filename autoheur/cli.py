@@ -154,31 +154,25 @@ def cmd_data_retime(args: argparse.Namespace) -> int:
 
 
 def cmd_data_refine(args: argparse.Namespace) -> int:
-    from autoheur.collect.runner import REFINE_REPS, REFINE_TOP, REFINE_WITHIN, CollectOptions, refine
-
-    reps = REFINE_REPS if args.reps is None else args.reps
-    within = REFINE_WITHIN if args.within is None else args.within
-    top = REFINE_TOP if args.top is None else args.top
-
-    def run():
-        opts = CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        return refine(Path(args.path), opts, within=within, top=top)
-
-    return _data_pass("refine", run)
+    return _near_best_pass(args, "refine")
 
 
 def cmd_data_polish(args: argparse.Namespace) -> int:
-    from autoheur.collect.runner import POLISH_REPS, POLISH_TOP, POLISH_WITHIN, CollectOptions, polish
+    return _near_best_pass(args, "polish")
 
-    reps = POLISH_REPS if args.reps is None else args.reps
-    within = POLISH_WITHIN if args.within is None else args.within
-    top = POLISH_TOP if args.top is None else args.top
+
+def _near_best_pass(args: argparse.Namespace, kind: str) -> int:
+    """`data refine` or `data polish`: the runner's pass of that name, its defaults from runner.<KIND>_*."""
+    from autoheur.collect import runner
+
+    given = {name: getattr(args, name) for name in ("reps", "within", "top")}
+    reps, within, top = (getattr(runner, f"{kind.upper()}_{n.upper()}") if v is None else v for n, v in given.items())
 
     def run():
-        opts = CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        return polish(Path(args.path), opts, within=within, top=top)
+        opts = runner.CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
+        return getattr(runner, kind)(Path(args.path), opts, within=within, top=top)
 
-    return _data_pass("polish", run)
+    return _data_pass(kind, run)
 
 
 def cmd_data_pack(args: argparse.Namespace) -> int:

@@ -521,6 +521,20 @@ def test_a_polish_still_beaten_after_its_extensions_is_not_applied(tmp_path, mon
     assert runner.polish(root, CollectOptions(reps=3, workers=1), log=quiet)["todo"] == 0  # done, not retried
 
 
+@pytest.mark.parametrize("cmd", ["refine", "polish"])
+def test_pass_cli_passes_its_options_or_the_runners_defaults(monkeypatch, capsys, cmd):
+    from autoheur.cli import main
+
+    seen = []
+    monkeypatch.setattr(runner, cmd, lambda path, opts, **kw: seen.append((str(path), opts, kw)) or {"kind": cmd})
+    assert main(["data", cmd, "ds", "--top", "3", "--time-limit", "60", "--workers", "2"]) == 0
+    path, opts, kw = seen[0]
+    upper = cmd.upper()
+    assert path == "ds" and kw == {"within": getattr(runner, f"{upper}_WITHIN"), "top": 3}
+    assert (opts.reps, opts.time_limit_s, opts.workers) == (getattr(runner, f"{upper}_REPS"), 60, 2)
+    assert json.loads(capsys.readouterr().out)["kind"] == cmd
+
+
 @pytest.mark.parametrize(
     "cmd, defaults",
     [
