@@ -707,10 +707,12 @@ def polish(
     under 0.02 ms), and half of the problems have several configs within 0.5% of the best, so which one is the
     oracle still turns on noise. The retest (BENCHMARKS.md) showed what a second measurement buys: the ranker's
     held-out picks held the oracle of two refined measurements combined (88%) more often than that of either (82-83%).
-    The selection reads the rows after the retime and the refine. `within` is wide against the difference between
-    two refined sessions (the retest's median, 0.57%; 1.3% under 0.02 ms), so that an offset of this session cannot
-    leave an unpolished config ahead of the polished best. The new figures overlay the others on read. Same inputs,
-    resumable, one GPU.
+    The selection reads the rows after the retime and the refine. The new figures overlay the others on read, put on
+    their scale (`store.align_session`: a session may run a problem's kernels a few percent faster or slower), so
+    what the pass adds is the order of the near-tied front. Since the selection is a problem's fastest configs, no
+    config it leaves out can then come ahead of the best it measured: the config whose new / earlier ratio is the
+    smallest reads, aligned, at most its earlier figure, which no left-out config undercuts. Same inputs, resumable,
+    one GPU.
     """
     _check_refine(within, top)
     return _remeasure(
@@ -723,37 +725,7 @@ def polish(
         after=("retime", "refine"),
         rounds=True,
         record={"within": within, "top": top},
-        extend=lambda figures, results: beaten_by_unmeasured(figures, results, top),
     )
-
-
-POLISH_EXTENSIONS = 3  # at most this many extensions of one problem's polish
-
-
-def beaten_by_unmeasured(
-    figures: dict[str, float], results: Sequence[tuple[KernelConfig, str, Timing | None]], top: int
-) -> tuple[str, ...]:
-    """The configs a polish must add: ok configs it has not measured whose earlier figure (`figures`: config id ->
-    its ok time before the pass) is below the best it measured, the `top` fastest of them.
-
-    Why: a pass runs in a session of its own, and a session can run a problem's kernels a few percent slower than the
-    refine's did (one H200 polish: up to 7% on plateaus of 100 configs within 4%). Its best would then trail
-    configs outside its selection whose figures come from the faster session, and the oracle would be one of those
-    by a session offset alone. Measured again together with the rest, in the same session, they compete fairly.
-    """
-    measured = {cfg.config_id for cfg, _, _ in results}
-    ok = [t.median_ms for _, status, t in results if status == "ok" and t is not None]
-    if not ok:
-        return ()
-    best = min(ok)
-    beaten = sorted((t, c) for c, t in figures.items() if c not in measured and t < best)
-    return tuple(sorted(c for _, c in beaten[:top]))
-
-
-def _ok_figures(rows: pa.Table) -> dict[str, float]:
-    """config id -> median_ms of a problem's ok rows."""
-    status, ms, ids = (rows.column(c).to_pylist() for c in ("status", "median_ms", "config_id"))
-    return {c: t for c, st, t in zip(ids, status, ms, strict=True) if st == "ok" and not math.isnan(t)}
 
 
 def _remeasure(
@@ -766,16 +738,11 @@ def _remeasure(
     rounds: bool = False,
     record: dict | None = None,
     after: tuple[str, ...] = (),
-    extend: Callable[[dict[str, float], list], tuple[str, ...]] | None = None,
 ) -> dict:
     """The pass of `kind` over a dataset: per unfinished problem, check and time again the configs `select` picks
     from its rows (its part, with the retime kinds `after` applied) and write them as the problem's retime file of
     that kind (an empty one when none is selected). `record`: fields every problem's line in the run log carries
-    (the pass's selection). `extend(figures, results)`: configs to add once a problem is measured (its ok figures
-    before the pass, and the pass's results); the problem is then measured again, all its configs together, up to
-    POLISH_EXTENSIONS times, and only the last measurement is written. If `extend` still names configs after that,
-    the session cannot be compared with the problem's other figures: an empty file is written (the problem is done,
-    its earlier figures stand) and the run log marks it "inconsistent"."""
+    (the pass's selection)."""
     extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
@@ -790,15 +757,14 @@ def _remeasure(
     except ValueError as exc:
         raise ValueError(f"{root}: {exc}; {kind} on the device, toolchain and kernel that collected it") from None
     done = store.retimes(kind)
-    todo: list[tuple[Problem, tuple[str, ...], dict[str, float]]] = []
+    todo: list[tuple[Problem, tuple[str, ...]]] = []
     index = {k: store.retimes(k) for k in after}  # listed once, not per problem
     for pid, part in store.parts().items():
         if pid in done:
             continue
         rows = store.read_problem(pid, index=index, part=part)
-        figures = _ok_figures(rows) if extend else {}
-        todo.append((problem_from_row(rows.slice(0, 1).to_pylist()[0]), select(rows), figures))
-    n_configs = sum(len(ids) for _, ids, _ in todo)
+        todo.append((problem_from_row(rows.slice(0, 1).to_pylist()[0]), select(rows)))
+    n_configs = sum(len(ids) for _, ids in todo)
     log(f"dataset {root}: {len(done)} problems already done; this {kind}: {n_configs} configs {what} in {len(todo)}")
     summary = {"root": str(root), "kind": kind, "todo": len(todo), "already_done": len(done), "done": 0, "configs": 0}
     if not todo:
@@ -809,7 +775,7 @@ def _remeasure(
     t_c = time.time()
     compiled: dict[str, dict[str, CompileResult]] = {}
     by_key: dict[str, tuple[Problem, set[str]]] = {}
-    for p, ids, _ in todo:  # compile, per compile key, only the configs its problems need
+    for p, ids in todo:  # compile, per compile key, only the configs its problems need
         if ids:
             by_key.setdefault(compile_key(p, spec), (p, set()))[1].update(ids)
     for p, ids in by_key.values():
@@ -823,7 +789,7 @@ def _remeasure(
     log_path = store.root / "runs" / f"{stamp}-{kind}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     progress = Progress(len(todo))
-    for p, ids, figures in todo:
+    for p, ids in todo:
         if deadline is not None and time.time() > deadline:
             log("time limit reached: the remaining problems are left for the next run")
             break
@@ -833,26 +799,6 @@ def _remeasure(
             configs = feasible_for(p, spec, replace(ropts, config_ids=ids))
             compiled_p = compiled[compile_key(p, spec)]
             results, stats = measure_problem(p, configs, compiled_p, ropts, device, timer, rounds=rounds)
-            added: list[str] = []
-            for _ in range(POLISH_EXTENSIONS if extend else 0):
-                more = extend(figures, results)
-                if not more:
-                    break
-                added += more
-                ids = tuple(sorted({*ids, *more}))
-                missing = tuple(c for c in more if c not in compiled_p)
-                if missing:
-                    compiled_p.update(precompile_all([p], spec, replace(ropts, config_ids=missing), log)[
-                        compile_key(p, spec)])  # fmt: skip
-                configs = feasible_for(p, spec, replace(ropts, config_ids=ids))
-                results, stats = measure_problem(p, configs, compiled_p, ropts, device, timer, rounds=rounds)
-            if extend:
-                record.update({PAST[kind]: len(ids), "extended": len(added)})
-                summary["extended_problems"] = summary.get("extended_problems", 0) + bool(added)
-                if extend(figures, results):  # still beaten after the last extension: not comparable, not applied
-                    record["inconsistent"] = True
-                    summary["inconsistent"] = summary.get("inconsistent", 0) + 1
-                    results = []
             record.update(asdict(stats))
         try:
             store.write_retime(p, rows_for(p, results), meta, kind)

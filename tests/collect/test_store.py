@@ -336,16 +336,35 @@ def test_refine_overlays_after_the_retime(tmp_path):
     d = info(tmp_path / "d")["datasets"][0]
     assert (d["retimed_rows"], d["refined_rows"], d["polished_rows"]) == (1, 1, 0)
     assert "(1 retimed, 1 refined)" in format_info(info(tmp_path / "d"))
-    polished = rows_for(PROBLEMS[0], [(CONFIGS[0], "ok", Timing(0.095, 0.002, 48, False))], collected_at=WHEN)
-    store.write_retime(PROBLEMS[0], polished, newer, kind="polish")  # the last kind: it overlays both
-    assert figure() == (0.095, 48)
+    # the last kind: it overlays both, on their scale: this session ran CONFIGS[0] 1.1x slower than the refine did,
+    # so CONFIGS[1] (censored before: no scale from it) is read at 0.11 / 1.1
+    polished = [(CONFIGS[0], "ok", Timing(0.099, 0.002, 48, False)), (CONFIGS[1], "ok", Timing(0.11, 0.0, 48, False))]
+    store.write_retime(PROBLEMS[0], rows_for(PROBLEMS[0], polished, collected_at=WHEN), newer, kind="polish")
+    assert figure() == (pytest.approx(0.09), 48)
+    row = store.read().set_index(["problem_id", "config_id"]).loc[(pid, CONFIGS[1].config_id)]
+    assert (row.median_ms, row.reps, row.status) == (pytest.approx(0.1), 48, "ok")
+    assert store.read_retime(pid, "polish").column("median_ms").to_pylist() == [0.099, 0.11]  # the file: raw figures
     assert figure(retimed=["retime", "refine"]) == (0.09, 20)
-    assert "(1 retimed, 1 refined, 1 polished)" in format_info(info(tmp_path / "d"))
+    assert "(1 retimed, 1 refined, 2 polished)" in format_info(info(tmp_path / "d"))
     store.retime_path(pid, "polish").unlink()
     store.part_path(pid).unlink()  # a refine file without its part is refused like a retime's
     store.retime_path(pid).unlink()
     with pytest.raises(ValueError, match="refine files without a part"):
         store.read()
+
+
+def test_session_scale_and_alignment():
+    from autoheur.collect.store import align_session, session_scale
+
+    assert session_scale({"a": 1.1, "b": 2.4, "c": 9.0}, {"a": 1.0, "b": 2.0, "d": 1.0}) == pytest.approx(1.15)
+    assert session_scale({"a": 1.1}, {"b": 1.0}) == 1.0  # nothing in common: no scale
+    old = table_for(PROBLEMS[0])  # CONFIGS[0] ok at 0.1, CONFIGS[1] censored, CONFIGS[2] failed
+    new = rows_for(PROBLEMS[0], [(CONFIGS[0], "ok", Timing(0.12, 0.0, 48, False)),
+                                 (CONFIGS[1], "ok", Timing(0.3, 0.0, 48, False))], collected_at=WHEN)  # fmt: skip
+    out = align_session(new, old)
+    assert out.column("median_ms").to_pylist() == pytest.approx([0.1, 0.25])  # 1.2x slower session
+    assert out.drop_columns(["median_ms"]).equals(new.drop_columns(["median_ms"]))
+    assert align_session(new, new) is new  # the same scale: untouched
 
 
 def test_pack_moves_the_problems_files_into_one_and_reads_the_same(tmp_path):
