@@ -385,6 +385,18 @@ def _pass_options(d: argparse.ArgumentParser) -> None:
     d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
 
 
+def _near_best_parser(dsub, kind: str, help: str, best: str, defaults: tuple, fn) -> None:
+    """The parser of `data refine` or `data polish`: the same options, each pass's defaults in its help."""
+    within, top, reps = defaults
+    d = dsub.add_parser(kind, help=help)
+    d.add_argument("path", help="a dataset directory")
+    d.add_argument("--within", type=float, help=f"ok configs within this factor of {best} (default {within})")
+    d.add_argument("--top", type=int, help=f"at most this many per problem, fastest first (default {top})")
+    d.add_argument("--reps", type=int, help=f"interleaved rounds: timed runs per config (default {reps})")
+    _pass_options(d)
+    d.set_defaults(fn=fn)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="autoheur", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -447,22 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--reps", type=int, default=5, help="timed runs per config")
     _pass_options(d)
     d.set_defaults(fn=cmd_data_retime)
-    d = dsub.add_parser("refine", help="measure each problem's near-best configs again, precisely (GPU; resumable)")
-    d.add_argument("path", help="a dataset directory")
-    # defaults in runner.REFINE_*, not imported here (it imports torch); tests/collect/test_runner.py checks the help
-    d.add_argument("--within", type=float, help="ok configs within this factor of the best (default 1.15)")
-    d.add_argument("--top", type=int, help="at most this many per problem, fastest first (default 48)")
-    d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 20)")
-    _pass_options(d)
-    d.set_defaults(fn=cmd_data_refine)
-    d = dsub.add_parser("polish", help="measure the near-tied front again after the refine, to more rounds (GPU)")
-    d.add_argument("path", help="a dataset directory")
-    # defaults in runner.POLISH_*, checked like refine's
-    d.add_argument("--within", type=float, help="ok configs within this factor of the refined best (default 1.04)")
-    d.add_argument("--top", type=int, help="at most this many per problem, fastest first (default 16)")
-    d.add_argument("--reps", type=int, help="interleaved rounds: timed runs per config (default 48)")
-    _pass_options(d)
-    d.set_defaults(fn=cmd_data_polish)
+    # defaults in runner.REFINE_* / POLISH_*, not imported here (it imports torch); tests/collect/test_runner.py
+    # checks that the help states them
+    _near_best_parser(dsub, "refine", "measure each problem's near-best configs again, precisely (GPU; resumable)",
+                      "the best", (1.15, 48, 20), cmd_data_refine)  # fmt: skip
+    _near_best_parser(dsub, "polish", "measure the near-tied front again after the refine, to more rounds (GPU)",
+                      "the refined best", (1.04, 16, 48), cmd_data_polish)  # fmt: skip
     d = dsub.add_parser("pack", help="move a finished collection's per-problem files (parts, retimes) into pack files")
     d.add_argument("path", help="a dataset directory")
     d.set_defaults(fn=cmd_data_pack)
