@@ -89,6 +89,7 @@ TRAIN_RELEVANCE = (1.00, 1.01, 1.02, 1.03, 1.05, 1.08, 1.12, 1.25, 1.50)
 RERANK_RELEVANCE = (1.0, 1.0025, 1.005, 1.0075, 1.01, 1.015, 1.02, 1.03, 1.05, 1.08, 1.12)
 
 OBJECTIVES = ("rank:ndcg", "rank:pairwise")
+RERANK_REGRESSION = "reg:squarederror"  # the re-ranker may also regress -log(time / oracle) over the near-best rows
 ENSEMBLE = "ensemble"
 ENSEMBLE_MEMBERS = ("rank:pairwise", "rank:ndcg")  # the first leads: it shortlists and names the top 1
 
@@ -104,6 +105,8 @@ class _Boosted(Ranker):
     top: int = 96
     random_state: int = 0
     n_jobs: int | None = None
+    subsample: float = 1.0  # row and column sampling per tree (1.0: none, deterministic)
+    colsample_bytree: float = 1.0
 
 
 @dataclass(eq=False)
@@ -139,10 +142,20 @@ class XGBRankerModel(_Boosted):
     rerank_objective: str = "rank:pairwise"
     rerank_mode: str = "add"
     rerank_weight: float = 1.0
+    # The re-ranker's own boosting budget (None: the members' n_estimators / max_depth / learning_rate).
+    rerank_estimators: int | None = None
+    rerank_depth: int | None = None
+    rerank_learning_rate: float | None = None
+    members: tuple[str, ...] = ENSEMBLE_MEMBERS  # the ensemble's objectives, the lead first (repeats: other seeds)
+    pairs: int | None = None  # lambdarank_num_pair_per_sample (None: 16 for rank:ndcg, 8 for rank:pairwise)
 
     def fit(self, train: RankingSet) -> XGBRankerModel:
         check_thresholds(self.relevance)
         self._check_rerank()
+        if not self.members or any(o not in OBJECTIVES for o in self.members):
+            raise ValueError(f"members={self.members!r}: expected one or more of {OBJECTIVES}")
+        if self.pairs is not None and self.pairs < 1:
+            raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
         if self.objective == "auto":
             self.selection_ = select_objective(self, train)
             self.objective_ = max(self.selection_, key=lambda o: self.selection_[o])
@@ -154,8 +167,10 @@ class XGBRankerModel(_Boosted):
 
     def _fit(self, train: RankingSet, objective: str) -> XGBRankerModel:
         sub = _subsample(train, self.per_problem, self.top, self.random_state)
-        objectives = ENSEMBLE_MEMBERS if objective == ENSEMBLE else (objective,)
-        self.members_ = [self._fit_one(sub, o) for o in objectives]
+        objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
+        # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
+        seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
+        self.members_ = [self._fit_one(sub, o, seed=s) for o, s in zip(objectives, seeds, strict=True)]
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
         self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
         self.reranker_ = self._fit_reranker(train) if self.rerank_top > 0 else None
@@ -166,8 +181,10 @@ class XGBRankerModel(_Boosted):
             raise ValueError(f"rerank_top={self.rerank_top!r}: expected 0 (off) or a positive count")
         if self.rerank_mode not in ("replace", "add"):
             raise ValueError(f"rerank_mode={self.rerank_mode!r}: expected 'replace' or 'add'")
-        if self.rerank_objective not in OBJECTIVES:
-            raise ValueError(f"rerank_objective={self.rerank_objective!r}: expected one of {OBJECTIVES}")
+        if self.rerank_objective not in (*OBJECTIVES, RERANK_REGRESSION):
+            raise ValueError(
+                f"rerank_objective={self.rerank_objective!r}: expected one of {(*OBJECTIVES, RERANK_REGRESSION)}"
+            )
         try:
             check_thresholds(self.rerank_relevance)
         except ValueError as e:
@@ -183,8 +200,24 @@ class XGBRankerModel(_Boosted):
             keep.append(np.sort(order[: min(self.rerank_rows, int(np.isfinite(rel[idx]).sum()))]))
         rows = np.concatenate(keep)
         near = RankingSet(f.iloc[rows].reset_index(drop=True), train.X[rows], train.device)
+        budget = {"n_estimators": self.rerank_estimators, "max_depth": self.rerank_depth,
+                  "learning_rate": self.rerank_learning_rate}  # fmt: skip
+        budget = {k: v for k, v in budget.items() if v is not None}
+        if self.rerank_objective == RERANK_REGRESSION:  # -log(time / oracle), capped at the coarsest grade
+            cap = np.log(self.rerank_relevance[-1])
+            target = -np.minimum(np.log(near.frame["rel_time"].to_numpy()), cap)
+            return self._fit_regressor(near, target, budget)
         labels = graded_labels(near.frame["rel_time"].to_numpy(), np.ones(len(rows), bool), self.rerank_relevance)
-        return self._fit_one(near, self.rerank_objective, labels)
+        return self._fit_one(near, self.rerank_objective, labels, **budget)
+
+    def _fit_regressor(self, sub: RankingSet, target: np.ndarray, budget: dict):
+        import xgboost as xgb
+
+        params = {"n_estimators": self.n_estimators, "max_depth": self.max_depth,
+                  "learning_rate": self.learning_rate, **budget}  # fmt: skip
+        model = xgb.XGBRegressor(**params, tree_method="hist", random_state=self.random_state, n_jobs=self.n_jobs)
+        model.fit(sub.X, target)
+        return model
 
     def _rerank(self, X: np.ndarray, groups: list[np.ndarray], out: np.ndarray) -> np.ndarray:
         reranker = getattr(self, "reranker_", None)
@@ -205,18 +238,21 @@ class XGBRankerModel(_Boosted):
             out[top[0]] = new.max() + 1.0  # the lead's pick: the blend's best, first before and after
         return out
 
-    def _fit_one(self, sub: RankingSet, objective: str, labels: np.ndarray | None = None):
+    def _fit_one(self, sub: RankingSet, objective: str, labels: np.ndarray | None = None, seed=None, **budget):
         import xgboost as xgb
 
+        pairs = self.pairs or (16 if objective == "rank:ndcg" else 8)
         model = xgb.XGBRanker(
             objective=objective,
-            n_estimators=self.n_estimators,
-            max_depth=self.max_depth,
-            learning_rate=self.learning_rate,
+            n_estimators=budget.get("n_estimators", self.n_estimators),
+            max_depth=budget.get("max_depth", self.max_depth),
+            learning_rate=budget.get("learning_rate", self.learning_rate),
             tree_method="hist",
             lambdarank_pair_method="topk" if objective == "rank:ndcg" else "mean",
-            lambdarank_num_pair_per_sample=16 if objective == "rank:ndcg" else 8,
-            random_state=self.random_state,
+            lambdarank_num_pair_per_sample=pairs,
+            subsample=self.subsample,
+            colsample_bytree=self.colsample_bytree,
+            random_state=self.random_state if seed is None else seed,
             n_jobs=self.n_jobs,
         )
         qid = pd.factorize(sub.frame["problem_id"], sort=False)[0]

@@ -259,6 +259,53 @@ def test_bad_rerank_settings_are_refused(bad, h100_slice):
         XGBRankerModel(rerank_top=8, **bad).fit(h100_slice.subset(h100_slice.problems[:4]))
 
 
+def test_rerank_regression_fits_the_capped_log_relative_time(h100_slice, monkeypatch):
+    """rerank_objective='reg:squarederror': a regressor of -log(time / oracle), capped at the coarsest grade, over the
+    same fastest rows, with the re-ranker's own boosting budget."""
+    import xgboost as xgb
+
+    seen = []
+    real = xgb.XGBRegressor.fit
+    monkeypatch.setattr(
+        xgb.XGBRegressor, "fit", lambda self, X, y, **kw: seen.append((self, np.asarray(y))) or real(self, X, y, **kw)
+    )
+    train = h100_slice.subset(h100_slice.problems[:6])
+    kw = dict(rerank_top=8, rerank_rows=10, rerank_relevance=(1.0, 1.01, 1.05), rerank_estimators=7)
+    m = XGBRankerModel(n_estimators=5, max_depth=3, rerank_objective="reg:squarederror", **kw).fit(train)
+    ((model, y),) = seen
+    assert model is m.reranker_ and model.n_estimators == 7 and len(y) == 60
+    expected = []
+    for _, g in train.frame.groupby("problem_id", sort=False):
+        fastest = np.sort(g.loc[g["status"] == "ok", "rel_time"].to_numpy())[:10]
+        expected += (-np.minimum(np.log(fastest), np.log(1.05))).tolist()
+    np.testing.assert_allclose(np.sort(y), np.sort(expected), rtol=1e-12)
+    assert y.min() == pytest.approx(-np.log(1.05)) and y.max() == 0.0
+    assert np.isfinite(m.predict(h100_slice.subset(h100_slice.problems[6:8]))).all()
+
+
+def test_members_repeat_an_objective_under_another_seed(h100_slice, monkeypatch):
+    """members=(pairwise, ndcg, pairwise): three boosters, the repeat seeded one up; `pairs` reaches each."""
+    import xgboost as xgb
+
+    seen = []
+    real = xgb.XGBRanker.fit
+    monkeypatch.setattr(xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(self) or real(self, X, y, **kw))
+    members = ("rank:pairwise", "rank:ndcg", "rank:pairwise")
+    train = h100_slice.subset(h100_slice.problems[:6])
+    m = XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=0, members=members, pairs=4, random_state=3)
+    m.fit(train)
+    assert len(m.members_) == 3 and [s.objective for s in seen] == list(members)
+    assert [s.random_state for s in seen] == [3, 3, 4] and {
+        s.get_params()["lambdarank_num_pair_per_sample"] for s in seen
+    } == {4}
+
+
+@pytest.mark.parametrize("bad", [dict(members=()), dict(members=("rank:map",)), dict(pairs=0)])
+def test_bad_member_settings_are_refused(bad, h100_slice):
+    with pytest.raises(ValueError, match="members|pairs"):
+        XGBRankerModel(**bad).fit(h100_slice.subset(h100_slice.problems[:4]))
+
+
 def test_a_model_saved_before_the_reranker_still_predicts(h100_slice):
     """Models pickled before the re-ranker have no `reranker_`: they score as the blend."""
     pids = h100_slice.problems
