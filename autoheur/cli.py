@@ -191,7 +191,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = Path(args.data)
     out = Path(args.out) if args.out else Path("models") / f"{data.name}.joblib"
     try:
-        model = train(data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel)
+        model = train(
+            data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
+            aux=args.aux or (),
+        )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
         return 2
@@ -225,7 +228,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             Path(d).name.replace("nvidia-", "").split("-")[0]: load_ranking_set(d, args.allow_stale_kernel)
             for d in args.data
         }
-        per_problem, summary, fits = cross_validate(sets, models, _csv(args.splits), params=params)
+        per_problem, summary, fits = cross_validate(
+            sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or ()
+        )
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
         return 2
@@ -251,7 +256,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "devices": ", ".join(rs.device["name"] for rs in sets.values()),
             "command": "autoheur " + " ".join(sys.argv[1:]),
             "wall seconds": round(time.time() - t0),
-            "method": _EVAL_METHOD,
+            "method": _EVAL_METHOD + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else ""),
         }
         try:
             from autoheur.models.report import write_report
@@ -278,6 +283,12 @@ _EVAL_METHOD = (
     "best of the predicted top 10 (the brief autotune's result). Subset oracle>=0.1ms: the problems whose best config "
     "takes at least 0.1 ms, where timing noise between near-equal configs is smallest (on a dataset collected under "
     "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
+)
+
+_EVAL_AUX = (
+    " Auxiliary data ({}): on that dataset's group_kfold and lomo splits every model also trains on the other "
+    "datasets' problems as queries of their own, less their rows of the fold's test problems (and, in lomo, of the "
+    "held-out family), as `autoheur train --aux` fits the shipped model; its cross-device split does not."
 )
 
 
@@ -474,6 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="xgb_ranker", help="xgb_ranker (default), xgb_regressor, nearest, fixed_list ...")
     p.add_argument("--out", help="model file (default: models/<dataset dir name>.joblib)")
     p.add_argument("--heldout-folds", type=int, default=5, help="GroupKFold folds for the held-out figures (0: none)")
+    p.add_argument("--aux", action="append", metavar="DATA",
+                   help="another device's dataset to train on as well, as queries of its own (repeatable; the "
+                        "held-out folds leave out its rows of their test problems)")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_train)
@@ -483,6 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", default="all", help="comma-separated ranker names, or all")
     p.add_argument("--splits", default="group_kfold,lomo,cross_device")
     p.add_argument("--report", help="write per-problem CSVs and a markdown report with plots here")
+    p.add_argument("--aux-for", action="append", metavar="NAME",
+                   help="a dataset (by its short name, e.g. h200) whose within-device splits also train on the "
+                        "other --data datasets, as `autoheur train --aux` does (repeatable)")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_eval)

@@ -7,6 +7,7 @@ the top 10), plus where the oracle ranked when it missed the top 10.
 
     python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base,rerank
     python benchmarks/dev_cv.py --data data/nvidia-h200 --variants base,rerank --out /tmp/dev.json
+    python benchmarks/dev_cv.py --data data/nvidia-h200 --aux data/nvidia-h100-80gb-hbm3 --variants base
 
 Variants are named in VARIANTS below; each is a factory of a fresh ranker. Run on the CPU (xgboost).
 """
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.models.data import load_ranking_set
+from autoheur.models.data import load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import XGBRankerModel
@@ -91,7 +92,7 @@ _DEV = None
 
 def _run(name: str, seed: int, threads: int | None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
-    dev, n_inner = _DEV
+    dev, n_inner, aux, outer_test = _DEV
     pids = dev.problems
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
@@ -100,7 +101,10 @@ def _run(name: str, seed: int, threads: int | None) -> dict:
         model = VARIANTS[name](seed)
         if threads is not None:
             model.n_jobs = threads
-        model.fit(dev.subset(pids[tr]))
+        train = dev.subset(pids[tr])
+        if aux:  # never the outer fold's test problems, nor this inner fold's, on any device
+            train = train.with_auxiliary(aux, leave_out=set(pids[te]) | set(outer_test))
+        model.fit(train)
         test = dev.subset(pids[te])
         frames.append(test.frame.assign(score=model.predict(test)))
     frame = pd.concat(frames, ignore_index=True)
@@ -131,12 +135,13 @@ def main(argv=None) -> int:
     ap.add_argument("--inner", type=int, default=5)
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", default=None, help="write the summaries here as JSON")
+    ap.add_argument("--aux", action="append", help="another device's dataset to train on too (autoheur train --aux)")
     ap.add_argument("--jobs", type=int, default=1, help="variant runs in parallel processes (the cores split evenly)")
     args = ap.parse_args(argv)
 
     rs = load_ranking_set(args.data)
     folds = list(group_kfold(rs))
-    _, train_ids, _ = folds[args.outer_fold]
+    _, train_ids, test_ids = folds[args.outer_fold]
     dev = rs.subset(train_ids)
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
@@ -145,7 +150,8 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
-    _DEV = (dev, args.inner)
+    aux = load_auxiliary(args.aux or (), args.data)
+    _DEV = (dev, args.inner, aux, test_ids)
     if args.jobs > 1:
         threads = max(1, (os.cpu_count() or 1) // args.jobs)
         with ProcessPoolExecutor(args.jobs) as pool:

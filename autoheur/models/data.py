@@ -9,7 +9,7 @@ empty output: `problem.launches_kernel`), are left out: there is nothing to lear
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,8 @@ import pandas as pd
 from autoheur.features import feature_matrix
 from autoheur.models.metrics import USABLE_STATUSES, relevance
 from autoheur.problem import launches_kernel
+
+AUX_PREFIX = "aux:"  # the problem ids of auxiliary (other-device) training queries: see RankingSet.with_auxiliary
 
 COLUMNS = ["problem_id", "problem_name", "layout", "dtype", "a_major", "b_major", "groups", "total", "m", "n", "k",
            "size_mean", "size_max", "size_min", "size_std", "empty_groups", "sizes", "config_id", "block_m", "block_n",
@@ -68,6 +70,36 @@ class RankingSet:
         mask = self.frame["problem_id"].isin(set(problem_ids)).to_numpy()
         return RankingSet(self.frame[mask].reset_index(drop=True), self.X[mask], self.device)
 
+    def with_auxiliary(
+        self, aux: Sequence[RankingSet], leave_out: Iterable[str] = (), leave_out_families: Iterable[str] = ()
+    ) -> RankingSet:
+        """This set plus the rows of other devices' sets, as queries of their own, to train on.
+
+        An auxiliary problem's id becomes `aux:<device name>:<id>` (the same problem timed on two devices is two
+        queries, each ranked against its own oracle); its features were computed with its own device's fingerprint,
+        so a model learns what the devices share and, through the device features, where they differ. Left out:
+        the auxiliary rows of the problems in `leave_out` (a fold's test problems: the same problem on another GPU
+        would tell the model its ranking) and of the families in `leave_out_families` (a held-out model family).
+        `device` stays this set's. Scoring is never done on the result: only fitting.
+        """
+        out = [self]
+        skip, skip_fam = set(leave_out), set(leave_out_families)
+        for a in aux:
+            if a.device.get("name") == self.device.get("name"):
+                raise ValueError(
+                    f"an auxiliary dataset of {a.device.get('name')!r}, the device of the training data itself: "
+                    "merge such datasets (autoheur data merge) instead of adding one as auxiliary data"
+                )
+            f = a.frame
+            keep = ~f["problem_id"].isin(skip).to_numpy() & ~f["family"].isin(skip_fam).to_numpy()
+            rows = f[keep].copy()
+            rows["problem_id"] = f"{AUX_PREFIX}{a.device.get('name')}:" + rows["problem_id"].astype(str)
+            out.append(RankingSet(rows.reset_index(drop=True), a.X[keep], a.device))
+        if len(out) == 1:
+            return self
+        frame = pd.concat([r.frame for r in out], ignore_index=True)
+        return RankingSet(frame, np.ascontiguousarray(np.concatenate([r.X for r in out])), self.device)
+
     def query_sizes(self) -> np.ndarray:
         """Rows per problem in frame order (XGBoost's `group`)."""
         codes = pd.factorize(self.frame["problem_id"], sort=False)[0]
@@ -115,4 +147,39 @@ def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False) -> Rank
     return RankingSet.from_frame(df, device)
 
 
-__all__ = ["COLUMNS", "RankingSet", "check_kernel", "family", "load_dataset", "load_ranking_set"]
+def load_auxiliary(
+    paths: Sequence[str | Path], primary: str | Path, allow_stale_kernel: bool = False
+) -> list[RankingSet]:
+    """The datasets at `paths` as auxiliary training data for the dataset at `primary`: each must be of the same
+    kernel family and config space (a config id must name the same kernel) and of another device."""
+    from autoheur.collect.store import DatasetStore
+
+    main = DatasetStore.load(Path(primary)).meta
+    out = []
+    for path in paths:
+        meta = DatasetStore.load(Path(path)).meta
+        if meta.family != main.family or meta.space_hash != main.space_hash:
+            raise ValueError(
+                f"auxiliary dataset {path} is of kernel family {meta.family!r}, config space {meta.space_hash}; "
+                f"{primary} is of {main.family!r}, {main.space_hash}: only a dataset of the same family and space "
+                "can be auxiliary data (re-collect it with this autoheur)"
+            )
+        if meta.device.get("name") == main.device.get("name"):
+            raise ValueError(
+                f"auxiliary dataset {path} is of {meta.device.get('name')!r}, the device of {primary}: merge the two "
+                "(autoheur data merge) instead"
+            )
+        out.append(load_ranking_set(path, allow_stale_kernel))
+    return out
+
+
+__all__ = [
+    "AUX_PREFIX",
+    "COLUMNS",
+    "RankingSet",
+    "check_kernel",
+    "family",
+    "load_auxiliary",
+    "load_dataset",
+    "load_ranking_set",
+]

@@ -44,7 +44,10 @@ def group_kfold(rs: RankingSet, n_splits: int = 5, seed: int = 0):
         yield fold, pids[tr], pids[te]
 
 
-def leave_one_family_out(rs: RankingSet, exclude: Sequence[str] = ("sampled", "unnamed")):
+UNFAMILIED = ("sampled", "unnamed")  # problems of no public model family: never held out as a family
+
+
+def leave_one_family_out(rs: RankingSet, exclude: Sequence[str] = UNFAMILIED):
     fam = rs.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
     for f in sorted(set(fam) - set(exclude)):
         yield f, fam.index[fam != f].to_numpy(), fam.index[fam == f].to_numpy()
@@ -75,12 +78,21 @@ def run_split(
     models: Sequence[str],
     log=print,
     params: dict[str, dict] | None = None,
+    aux: Sequence[RankingSet] = (),
+    aux_leave_out_families: bool = False,
 ) -> tuple[pd.DataFrame, list[dict]]:
-    """Fit and score every model on every fold: (per-problem rows, fit records). `params`: name -> overrides."""
+    """Fit and score every model on every fold: (per-problem rows, fit records). `params`: name -> overrides.
+
+    `aux`: other devices' datasets that every fold also trains on (RankingSet.with_auxiliary), less their rows of
+    the fold's test problems and, with `aux_leave_out_families` (leave-one-family-out), of the test problems' model
+    families; scores are only ever taken on `rs_test`."""
     rows, fits = [], []
     for fold, train_ids, test_ids in folds:
         train = rs_train.subset(train_ids) if train_ids is not None else rs_train
         test = rs_test.subset(test_ids) if test_ids is not None else rs_test
+        if aux:
+            families = set(test.frame["family"]) - set(UNFAMILIED) if aux_leave_out_families else ()
+            train = train.with_auxiliary(aux, leave_out=test.problems, leave_out_families=families)
         for name in models:
             model = make_model(name, **(params or {}).get(name, {}))
             pp, extra = _score(model, train, test, split, fold, name, log)
@@ -108,17 +120,26 @@ def cross_validate(
     splits: Sequence[str] = ("group_kfold", "lomo", "cross_device"),
     log=print,
     params: dict[str, dict] | None = None,
+    aux_for: Sequence[str] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
     """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet);
-    `params`: model name -> hyperparameter overrides."""
+    `params`: model name -> hyperparameter overrides. `aux_for`: the datasets whose within-device splits also train
+    on the other datasets as auxiliary data (as `autoheur train --aux` does); the cross-device splits never do, since
+    the auxiliary data would hold the test device's own timings."""
+    unknown = sorted(set(aux_for) - set(datasets))
+    if unknown:
+        raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
     rows, fits = [], []
     for dname, rs in datasets.items():
+        aux = [other for name, other in datasets.items() if name != dname] if dname in aux_for else []
         if "group_kfold" in splits:
-            r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log, params)
+            r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log, params, aux=aux)
             rows.append(r)
             fits += f
         if "lomo" in splits:
-            r, f = run_split(f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log, params)
+            r, f = run_split(
+                f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log, params, aux, aux_leave_out_families=True
+            )
             rows.append(r)
             fits += f
     if "cross_device" in splits and len(datasets) > 1:

@@ -8,11 +8,12 @@ model's procedure achieves on problems it never saw. The saved model is then fit
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
-from autoheur.models.data import load_ranking_set
+from autoheur.models.data import load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
 from autoheur.models.rankers import DEFAULT, FixedList, family_params
 
@@ -24,26 +25,40 @@ def train(
     log=print,
     params: dict | None = None,
     allow_stale_kernel: bool = False,
+    aux: Sequence[str | Path] = (),
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
-    (rankers.FAMILY_PARAMS) override first."""
+    (rankers.FAMILY_PARAMS) override first. `aux`: datasets of other devices (same kernel family and space) to
+    train on as well (RankingSet.with_auxiliary); each held-out fold leaves out their rows of its test problems, and
+    the figures are on this dataset's problems only."""
     meta = DatasetStore.load(data).meta
     family = meta.family
     params = {**family_params(family).get(model, {}), **(params or {})}
     t0 = time.perf_counter()
     rs = load_ranking_set(data, allow_stale_kernel)
+    aux_sets = load_auxiliary(aux, data, allow_stale_kernel)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
+    for path, a in zip(aux, aux_sets, strict=True):
+        log(f"  auxiliary {path}: {len(a.problems)} problems of {a.device.get('name')}")
     heldout = []
     if heldout_folds:
         per_problem, _ = run_split(
-            "group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log, params={model: params}
-        )
+            "group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log, params={model: params},
+            aux=aux_sets,
+        )  # fmt: skip
         heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")
-    fixed = FixedList(10).fit(rs).list_
+    fixed = FixedList(10).fit(rs).list_  # the device's own fallback list
+    train_set = rs.with_auxiliary(aux_sets)
     t1 = time.perf_counter()
-    ranker = make_model(model, **params).fit(rs)
+    ranker = make_model(model, **params).fit(train_set)
     fit_s = time.perf_counter() - t1
-    log(f"fitted {model} on all {len(rs.problems)} problems in {fit_s:.1f} s")
-    meta = build_meta(ranker, rs, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
+    log(f"fitted {model} on all {len(train_set.problems)} problems in {fit_s:.1f} s")
+    meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
+    meta["auxiliary"] = [
+        {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
+         "rows": int(len(a.frame)), "data_hash": a.data_hash()}
+        for path, a in zip(aux, aux_sets, strict=True)
+    ]  # fmt: skip
+    meta["own_problems"] = int(len(rs.problems))
     return TrainedModel(ranker, meta)

@@ -20,20 +20,25 @@ from autoheur.models.train import train
 H100 = artifact.MODELS_DIR.parent / "data" / "nvidia-h100-80gb-hbm3"
 
 
-@pytest.fixture(scope="module")
-def mini_dataset(tmp_path_factory):
-    """12 whole problems of the shipped H100 dataset (ones that launch the kernel), copied as a dataset of their own."""
-    root = tmp_path_factory.mktemp("data") / "h100-mini"
+def _mini(source, root, count=12):
+    """`count` whole problems of the shipped dataset at `source` (ones that launch the kernel), copied to `root` as a
+    dataset of their own."""
     root.mkdir()
-    shutil.copy(H100 / MANIFEST, root / MANIFEST)
-    store, mini = DatasetStore.load(H100), DatasetStore.load(root)
+    shutil.copy(source / MANIFEST, root / MANIFEST)
+    store, mini = DatasetStore.load(source), DatasetStore.load(root)
     copied = 0
     for pid, path in store.parts().items():
         part = store.read_part(pid, path)
-        if copied < 12 and problem_from_row(part.slice(0, 1).to_pylist()[0]).launches:
+        if copied < count and problem_from_row(part.slice(0, 1).to_pylist()[0]).launches:
             mini._write_part(pid, part)  # verbatim, as merge copies (the shipped parts are packed)
             copied += 1
     return root
+
+
+@pytest.fixture(scope="module")
+def mini_dataset(tmp_path_factory):
+    """12 whole problems of the shipped H100 dataset, as a dataset of their own."""
+    return _mini(H100, tmp_path_factory.mktemp("data") / "h100-mini")
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +196,22 @@ def test_the_triton_family_trains_the_ensemble(trained):
     assert model.meta["objective"] == "ensemble" and len(model.ranker.members_) == 2
     assert tuple(model.ranker.relevance) == TRAIN_RELEVANCE
     assert model.ranker.rerank_top == 48 and model.ranker.reranker_ is not None
+
+
+def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
+    """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
+    figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small, aux=[h200])
+    (aux,) = model.meta["auxiliary"]
+    assert aux["device"] == "NVIDIA H200" and aux["problems"] == 8 and aux["dataset"] == str(h200)
+    assert model.meta["own_problems"] == 12 and model.meta["train_problems"] == 20
+    assert model.meta["device"]["name"] == DatasetStore.load(mini_dataset).meta.device["name"]
+    assert all(row["n_problems"] <= 12 for row in model.meta["heldout"])  # scored on its own problems only
+    assert len(model.top_k(public_problems()[0], 10)) == 10
+    with pytest.raises(ValueError, match="merge"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[mini_dataset])
+    inductor = artifact.MODELS_DIR.parent / "data" / "inductor-nvidia-h100-80gb-hbm3"
+    with pytest.raises(ValueError, match="same family and space"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[inductor])

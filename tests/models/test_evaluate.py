@@ -49,3 +49,76 @@ def test_tuning_cost_top10_is_far_cheaper(h100_slice):
     assert cost.loc["whole space", "configs"] == h100_slice.frame.groupby("problem_id").size().mean()
     assert cost.loc["whole space", "est_seconds"] > cost.loc["top-10", "est_seconds"]
     assert np.isfinite(cost["est_seconds"]).all()
+
+
+def _other_device(rs, name="NVIDIA H200"):
+    """The same rows as if timed on another device (the mechanics of auxiliary data need no second dataset)."""
+    from autoheur.models.data import RankingSet
+
+    return RankingSet(rs.frame.copy(), rs.X.copy(), {**rs.device, "name": name})
+
+
+class _Recorder:
+    """A ranker that records what it was fit on and scores at random."""
+
+    name = "recorder"
+    seen: list = []
+
+    def fit(self, train):
+        _Recorder.seen.append(train)
+        return self
+
+    def predict(self, data):
+        return np.random.default_rng(0).random(len(data.frame))
+
+
+def test_auxiliary_rows_of_test_problems_and_held_out_families_never_train(h100_slice, monkeypatch):
+    from autoheur.models import evaluate as ev
+    from autoheur.models.data import AUX_PREFIX
+
+    monkeypatch.setitem(ev.RANKERS, "recorder", _Recorder)
+    aux = _other_device(h100_slice)
+    fam = h100_slice.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
+    for folds, by_family in ((list(group_kfold(h100_slice, 3)), False), (list(leave_one_family_out(h100_slice)), True)):
+        _Recorder.seen = []
+        pp, _ = run_split("s", folds, h100_slice, h100_slice, ["recorder"], log=lambda s: None, aux=[aux],
+                          aux_leave_out_families=by_family)  # fmt: skip
+        for (_, train_ids, test_ids), train in zip(folds, _Recorder.seen, strict=True):
+            ids = train.problems
+            own = [p for p in ids if not p.startswith(AUX_PREFIX)]
+            borrowed = [p.split(":", 2)[2] for p in ids if p.startswith(AUX_PREFIX)]
+            assert sorted(own) == sorted(train_ids)
+            assert borrowed and not set(borrowed) & set(test_ids)  # the same problem on the other GPU stays out
+            if by_family:  # and the held-out family's problems altogether
+                assert not set(fam[borrowed]) & set(fam[test_ids])
+                assert sorted(borrowed) == sorted(train_ids)
+            else:
+                assert sorted(borrowed) == sorted(set(h100_slice.problems) - set(test_ids))
+            assert train.device == h100_slice.device and len(train.frame) == len(train.X)
+        assert not pp["problem_id"].str.startswith(AUX_PREFIX).any()  # scored on the test device's problems only
+
+
+def test_with_auxiliary_keeps_features_aligned_and_refuses_the_same_device(h100_slice):
+    import pytest
+
+    aux = _other_device(h100_slice)
+    aux.X[:] += 1.0  # distinguishable rows
+    pid = h100_slice.problems[0]
+    both = h100_slice.with_auxiliary([aux], leave_out=[pid])
+    extra = both.frame.index[len(h100_slice.frame) :]
+    src = aux.frame[aux.frame["problem_id"] != pid]
+    assert len(extra) == len(src)
+    np.testing.assert_array_equal(both.X[extra], aux.X[src.index])
+    assert (both.frame.loc[extra, "problem_id"].to_numpy() == ("aux:NVIDIA H200:" + src["problem_id"]).to_numpy()).all()
+    assert h100_slice.with_auxiliary([]) is h100_slice
+    with pytest.raises(ValueError, match="merge"):
+        h100_slice.with_auxiliary([h100_slice])
+
+
+def test_cross_validate_names_unknown_aux_datasets(h100_slice):
+    import pytest
+
+    from autoheur.models.evaluate import cross_validate
+
+    with pytest.raises(ValueError, match="h300"):
+        cross_validate({"h100": h100_slice}, ["random"], ("group_kfold",), log=lambda s: None, aux_for=["h300"])
