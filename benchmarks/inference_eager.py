@@ -12,6 +12,12 @@ Phases (``--phases``, comma-separated):
                all on the same inputs in the same process;
              - triton_config, triton_ms: what a Triton-only tuning (AUTOHEUR_ATEN=off, a second tuner in the same
                process: the same prediction, its own timing) chose, and its do_bench median;
+             - interleaved: the same kernels (each distinct one once: chosen, ATen, Triton-only, exhaustive winner)
+               timed again in INTERLEAVED_ROUNDS rounds of one do_bench each (rep INTERLEAVED_REP_MS), in a new
+               seeded order every round; *_ms_il are the medians over the rounds. The figures above are taken one
+               after the other, so a drift of the clocks between them (long compute-bound kernels draw the most
+               power) lands on whichever kernel was timed at the wrong moment; interleaved, it falls on all alike.
+               gpu_state: the SM clock, power, temperature and throttle reasons (nvidia-smi) after each round;
              - prepared_first_call_s: with `--prepared`, the same first call in another fresh process after
                `autoheur.inference.prepare(wait=True)` (the model loaded and the kernel imported; with
                AUTOHEUR_COMPILE_IN=processes also the compile workers up, as a serving process has them);
@@ -49,6 +55,44 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import geomean, run_env  # noqa: E402
+
+
+INTERLEAVED_ROUNDS = 5
+INTERLEAVED_REP_MS = 100
+
+
+def _gpu_state() -> str | None:
+    """nvidia-smi's SM clock (MHz), power (W), temperature (C) and active throttle reasons; None where it fails."""
+    import subprocess
+
+    query = "clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active"
+    try:
+        res = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def _interleaved_ms(fns: dict, rounds: int = INTERLEAVED_ROUNDS, rep_ms: int = INTERLEAVED_REP_MS, seed: int = 0):
+    """name -> median over `rounds` of do_bench medians, each round timing every kernel once in a new seeded order;
+    also the per-round figures and the GPU state after each round."""
+    import random
+
+    from autoheur.collect.timing import bench_ms
+
+    rng = random.Random(seed)
+    per_round: dict[str, list[float]] = {name: [] for name in fns}
+    states = []
+    for _ in range(rounds):
+        order = list(fns)
+        rng.shuffle(order)
+        for name in order:
+            per_round[name].append(bench_ms(fns[name], rep_ms=rep_ms))
+        states.append(_gpu_state())
+    return {name: statistics.median(ts) for name, ts in per_round.items()}, per_round, states
 
 
 def _set_env(env: dict) -> None:
@@ -100,6 +144,17 @@ def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = Fals
         oracle = KernelConfig.from_id(oracle_id)
         launch(call, oracle, buf)  # compiled outside any timed region
         row.update(oracle=oracle_id, oracle_ms=bench_ms(lambda: launch(call, oracle, buf)))
+    kernels = {"aten": lambda: torch._grouped_mm(a, b, offs)}
+    for c in (cfg, triton_cfg) + ((oracle,) if oracle_id else ()):
+        if c.config_id not in kernels:
+            kernels[c.config_id] = lambda c=c: run_choice(call, c, buf)
+    medians, per_round, states = _interleaved_ms(kernels)
+    row.update(
+        chosen_ms_il=medians[cfg.config_id], aten_ms_il=medians["aten"], triton_ms_il=medians[triton_cfg.config_id],
+        interleaved_rounds=per_round, gpu_state=states,
+    )  # fmt: skip
+    if oracle_id:
+        row["oracle_ms_il"] = medians[oracle_id]
     return row
 
 
@@ -163,6 +218,15 @@ def phase_tune(args, out: Path) -> list[dict]:
         "chose_aten": sum(r.get("config") == "aten" for r in rows),
         "triton_only_vs_aten_geomean": geomean([r["aten_ms"] / r["triton_ms"] for r in rows if "triton_ms" in r]),
         "triton_only_vs_oracle_geomean": geomean([r["oracle_ms"] / r["triton_ms"] for r in ok if "triton_ms" in r]),
+        "interleaved": {
+            "rounds": INTERLEAVED_ROUNDS,
+            "rep_ms": INTERLEAVED_REP_MS,
+            "vs_aten_geomean": geomean([r["aten_ms_il"] / r["chosen_ms_il"] for r in rows]),
+            "triton_only_vs_aten_geomean": geomean([r["aten_ms_il"] / r["triton_ms_il"] for r in rows]),
+            "vs_oracle_geomean": geomean([r["oracle_ms_il"] / r["chosen_ms_il"] for r in ok]),
+            "triton_only_vs_oracle_geomean": geomean([r["oracle_ms_il"] / r["triton_ms_il"] for r in ok]),
+            "slower_than_aten": sum(r["chosen_ms_il"] > r["aten_ms_il"] for r in rows),
+        },
         "exhaustive_over_first_call": [r["exhaustive_s"] / r["first_call_s"] for r in rows if "exhaustive_s" in r],
     }
     print(json.dumps(summary), flush=True)

@@ -323,3 +323,53 @@ def test_tune_cli_reports_the_choice(tmp_path, capsys, monkeypatch, aten):
     bad.write_text('{"groups": 3}\n')
     assert main(["tune", "--shapes", str(bad)]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+def _sleeper(ms: float):
+    import time
+
+    return lambda: time.sleep(ms / 1e3)
+
+
+def test_settle_leaders_retimes_the_near_best_and_picks_among_them_only():
+    from autoheur.collect.timing import Timing, WallTimer
+
+    screen = {
+        "a": Timing(1.00, 0.0, 3, False),  # the screen's best, but really the slowest leader
+        "b": Timing(1.02, 0.0, 3, False),
+        "c": Timing(1.04, 0.0, 3, False),
+        "d": Timing(1.20, 0.0, 3, False),  # beyond 5%: not a leader, never run again
+        "e": Timing(0.50, 0.0, 1, True),  # censored: a lower bound, never a leader
+    }
+    fns = {"a": _sleeper(12), "b": _sleeper(2), "c": _sleeper(6), "d": pytest.fail, "e": pytest.fail}
+    settled = tuner_mod.settle_leaders(WallTimer(), fns, screen, within=0.05, limit=4, reps=3)
+    assert set(settled) == {"a", "b", "c"} and all(t.reps == 3 for t in settled.values())
+    assert min(settled, key=lambda n: settled[n].median_ms) == "b"
+    assert settled["a"].median_ms > settled["c"].median_ms > settled["b"].median_ms
+    # at most `limit` leaders, the screen's fastest first
+    assert set(tuner_mod.settle_leaders(WallTimer(), fns, screen, limit=2, reps=1)) == {"a", "b"}
+
+
+def test_settle_leaders_leaves_a_clear_winner_alone():
+    from autoheur.collect.timing import Timing, WallTimer
+
+    screen = {"a": Timing(1.0, 0.0, 3, False), "b": Timing(1.5, 0.0, 3, False), "c": Timing(0.4, 0.0, 1, True)}
+    fns = {"a": pytest.fail, "b": pytest.fail, "c": pytest.fail}
+    assert tuner_mod.settle_leaders(WallTimer(), fns, screen) is screen
+    assert tuner_mod.settle_leaders(WallTimer(), fns, {"c": screen["c"]}) == {"c": screen["c"]}
+    for bad in ({"within": -0.1}, {"limit": 0}, {"reps": 0}):
+        with pytest.raises(ValueError):
+            tuner_mod.settle_leaders(WallTimer(), fns, screen, **bad)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the GPU timer's interleaved rounds")
+def test_settle_leaders_on_the_gpu_timer():
+    from autoheur.collect.timing import Timer, Timing
+
+    timer = Timer("cuda")
+    rate = timer.cycles_per_us
+    fns = {n: (lambda us=us: torch.cuda._sleep(int(us * rate))) for n, us in (("x", 400), ("y", 100), ("z", 200))}
+    screen = {n: Timing(1.0 + i / 100, 0.0, 3, False) for i, n in enumerate(fns)}
+    settled = tuner_mod.settle_leaders(timer, fns, screen, reps=5)
+    assert min(settled, key=lambda n: settled[n].median_ms) == "y"
+    assert 0.08 < settled["y"].median_ms < 0.2
