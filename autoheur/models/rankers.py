@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import ctypes
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,11 +172,29 @@ class XGBRankerModel(_Boosted):
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
         seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
-        self.members_ = [self._fit_one(sub, o, seed=s) for o, s in zip(objectives, seeds, strict=True)]
+        jobs = [
+            lambda n, o=o, s=s: self._fit_one(sub, o, seed=s, n_jobs=n) for o, s in zip(objectives, seeds, strict=True)
+        ]
+        if self.rerank_top > 0:
+            jobs.append(lambda n: self._fit_reranker(train, n_jobs=n))
+        fitted = self._side_by_side(jobs)
+        self.members_ = fitted[: len(objectives)]
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
         self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
-        self.reranker_ = self._fit_reranker(train) if self.rerank_top > 0 else None
+        self.reranker_ = fitted[len(objectives)] if self.rerank_top > 0 else None
         return self
+
+    def _side_by_side(self, jobs: list[Callable[[int | None], object]]) -> list:
+        """Run independent fits, each a function of its XGBoost thread count, on threads of their own sharing the
+        cores (`n_jobs`, or all), one thread each on 2 cores: XGBoost's histogram building does not keep 2 threads
+        busy, and side by side the fits do (benchmarks/train_time.py). XGBoost's models do not depend on the thread
+        count (tests/models/test_rankers.py checks it), so the fit is the same as one after another."""
+        cores = self.n_jobs if self.n_jobs and self.n_jobs > 0 else (os.cpu_count() or 1)
+        if len(jobs) < 2 or cores < 2:
+            return [job(self.n_jobs) for job in jobs]
+        per = max(1, cores // len(jobs))
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            return [f.result() for f in [pool.submit(job, per) for job in jobs]]
 
     def _check_rerank(self) -> None:
         if self.rerank_top < 0:
@@ -190,7 +210,7 @@ class XGBRankerModel(_Boosted):
         except ValueError as e:
             raise ValueError(f"rerank_relevance: {e}") from None
 
-    def _fit_reranker(self, train: RankingSet):
+    def _fit_reranker(self, train: RankingSet, n_jobs: int | None = None):
         f = train.frame
         ok = (f["status"] == "ok").to_numpy()
         rel = np.where(ok, f["rel_time"].to_numpy(), np.inf)
@@ -206,17 +226,24 @@ class XGBRankerModel(_Boosted):
         if self.rerank_objective == RERANK_REGRESSION:  # -log(time / oracle), capped at the coarsest grade
             cap = np.log(self.rerank_relevance[-1])
             target = -np.minimum(np.log(near.frame["rel_time"].to_numpy()), cap)
-            return self._fit_regressor(near, target, budget)
+            return self._fit_regressor(near, target, budget, n_jobs)
         labels = graded_labels(near.frame["rel_time"].to_numpy(), np.ones(len(rows), bool), self.rerank_relevance)
-        return self._fit_one(near, self.rerank_objective, labels, **budget)
+        return self._fit_one(near, self.rerank_objective, labels, n_jobs=n_jobs, **budget)
 
-    def _fit_regressor(self, sub: RankingSet, target: np.ndarray, budget: dict):
+    def _fit_regressor(self, sub: RankingSet, target: np.ndarray, budget: dict, n_jobs: int | None = None):
         import xgboost as xgb
 
         params = {"n_estimators": self.n_estimators, "max_depth": self.max_depth,
                   "learning_rate": self.learning_rate, **budget}  # fmt: skip
-        model = xgb.XGBRegressor(**params, tree_method="hist", random_state=self.random_state, n_jobs=self.n_jobs)
+        model = xgb.XGBRegressor(**params, tree_method="hist", random_state=self.random_state, n_jobs=n_jobs)
         model.fit(sub.X, target)
+        return self._predict_threads(model)
+
+    def _predict_threads(self, model):
+        """A model fitted with a thread count of its own, given back this model's (`n_jobs`; None: all cores) for
+        prediction, as if it had been fitted with it."""
+        model.set_params(n_jobs=self.n_jobs)
+        model.get_booster().set_param({"nthread": self.n_jobs or 0})
         return model
 
     def _rerank(self, X: np.ndarray, groups: list[np.ndarray], out: np.ndarray) -> np.ndarray:
@@ -238,7 +265,9 @@ class XGBRankerModel(_Boosted):
             out[top[0]] = new.max() + 1.0  # the lead's pick: the blend's best, first before and after
         return out
 
-    def _fit_one(self, sub: RankingSet, objective: str, labels: np.ndarray | None = None, seed=None, **budget):
+    def _fit_one(
+        self, sub: RankingSet, objective: str, labels: np.ndarray | None = None, seed=None, n_jobs=None, **budget
+    ):
         import xgboost as xgb
 
         pairs = self.pairs or (16 if objective == "rank:ndcg" else 8)
@@ -253,11 +282,11 @@ class XGBRankerModel(_Boosted):
             subsample=self.subsample,
             colsample_bytree=self.colsample_bytree,
             random_state=self.random_state if seed is None else seed,
-            n_jobs=self.n_jobs,
+            n_jobs=self.n_jobs if n_jobs is None else n_jobs,
         )
         qid = pd.factorize(sub.frame["problem_id"], sort=False)[0]
         model.fit(sub.X, self.labels(sub.frame) if labels is None else labels, qid=qid)
-        return model
+        return self._predict_threads(model)
 
     def labels(self, frame: pd.DataFrame) -> np.ndarray:
         """Training labels of dataset rows (their rel_time and status) under this model's `relevance` thresholds."""

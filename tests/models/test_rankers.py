@@ -199,7 +199,7 @@ def test_the_ranker_learns_from_its_own_labels(h100_slice, monkeypatch):
         xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(np.asarray(y)) or real(self, X, y, **kw)
     )
     train = h100_slice.subset(h100_slice.problems[:6])
-    XGBRankerModel(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None).fit(train)
+    XGBRankerModel(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1).fit(train)  # in order
     np.testing.assert_array_equal(seen[0], XGBRankerModel().labels(train.frame))
     assert seen[0].max() == 9 and train.frame["label"].max() == 6
 
@@ -240,8 +240,8 @@ def test_rerank_learns_the_fastest_rows_under_its_own_grades(h100_slice, monkeyp
         xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append((np.asarray(y), kw["qid"])) or real(self, X, y, **kw)
     )
     train = h100_slice.subset(h100_slice.problems[:6])
-    XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=8, rerank_rows=10).fit(train)
-    y, qid = seen[-1]  # the members first, the re-ranker last
+    XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=8, rerank_rows=10, n_jobs=1).fit(train)
+    y, qid = seen[-1]  # one thread: the fits one after another, the members first, the re-ranker last
     assert len(seen) == 3 and np.bincount(qid).tolist() == [10] * 6
     f = train.frame
     for q, (_, g) in enumerate(f.groupby("problem_id", sort=False)):
@@ -292,7 +292,7 @@ def test_members_repeat_an_objective_under_another_seed(h100_slice, monkeypatch)
     monkeypatch.setattr(xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(self) or real(self, X, y, **kw))
     members = ("rank:pairwise", "rank:ndcg", "rank:pairwise")
     train = h100_slice.subset(h100_slice.problems[:6])
-    m = XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=0, members=members, pairs=4, random_state=3)
+    m = XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=0, members=members, pairs=4, random_state=3, n_jobs=1)
     m.fit(train)
     assert len(m.members_) == 3 and [s.objective for s in seen] == list(members)
     assert [s.random_state for s in seen] == [3, 3, 4] and {
@@ -314,3 +314,21 @@ def test_a_model_saved_before_the_reranker_still_predicts(h100_slice):
     expected = m.predict(test)
     del m.reranker_
     np.testing.assert_array_equal(m.predict(test), expected)
+
+
+def test_fits_side_by_side_are_the_fits_one_after_another(h100_slice):
+    """With 2 threads the members and the re-ranker are fit side by side, one thread each; the model is the same as
+    fitted one after another on one thread (XGBoost's trees do not depend on the thread count), and its boosters
+    predict with the model's own thread setting."""
+    import json
+
+    train, test = h100_slice.subset(h100_slice.problems[:12]), h100_slice.subset(h100_slice.problems[12:16])
+    kw = dict(n_estimators=25, max_depth=4, rerank_top=16, rerank_rows=24)
+    one, two, auto = (XGBRankerModel(**kw, n_jobs=n).fit(train) for n in (1, 2, None))
+    for m in (two, auto):
+        np.testing.assert_array_equal(m.predict(test), one.predict(test))
+        assert m.feature_importances_ == one.feature_importances_
+    for m, want in ((one, "1"), (two, "2"), (auto, "0")):
+        for b in [*m.members_, m.reranker_]:
+            assert json.loads(b.get_booster().save_config())["learner"]["generic_param"]["nthread"] == want
+            assert b.n_jobs == m.n_jobs

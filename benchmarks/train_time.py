@@ -1,0 +1,76 @@
+"""Fit time of the default ranker on a shipped dataset, on this machine (issue 4: the shipped H100 model trains in
+under 2 minutes on 2 CPU cores). Run it on an otherwise idle machine.
+
+Loads the dataset (not timed), then fits `XGBRankerModel()` as `autoheur train` does (timed: `fit_s`), then again
+step by step to show where the time goes: the row subsample, each ensemble member, the near-best re-ranker.
+
+  python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+from autoheur.models.data import load_ranking_set
+from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, _subsample
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        return platform.processor()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
+    ap.add_argument("--out", help="write the figures here as JSON")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    train = load_ranking_set(args.data)
+    load_s = time.perf_counter() - t0
+    model = XGBRankerModel()
+    t0 = time.perf_counter()
+    model.fit(train)
+    fit_s = time.perf_counter() - t0
+
+    steps = {}
+    m = XGBRankerModel()
+    t0 = time.perf_counter()
+    sub = _subsample(train, m.per_problem, m.top, m.random_state)
+    steps["subsample"] = time.perf_counter() - t0
+    assert m.objective == ENSEMBLE
+    for obj in m.members:
+        t0 = time.perf_counter()
+        m._fit_one(sub, obj, seed=m.random_state)
+        steps[f"member {obj}"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    m._fit_reranker(train)
+    steps["reranker"] = time.perf_counter() - t0
+
+    res = {
+        "data": args.data,
+        "problems": int(train.frame["problem_id"].nunique()),
+        "rows": len(train.frame),
+        "subsample_rows": len(sub.frame),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "load_s": round(load_s, 1),
+        "fit_s": round(fit_s, 1),
+        "steps_s": {k: round(v, 1) for k, v in steps.items()},
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    print(json.dumps(res, indent=1))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
