@@ -56,7 +56,6 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import geomean, run_env  # noqa: E402
 
-
 INTERLEAVED_ROUNDS = 5
 INTERLEAVED_REP_MS = 100
 

@@ -235,7 +235,12 @@ class XGBRankerModel(_Boosted):
 
         params = {"n_estimators": self.n_estimators, "max_depth": self.max_depth,
                   "learning_rate": self.learning_rate, **budget}  # fmt: skip
-        model = xgb.XGBRegressor(**params, tree_method="hist", random_state=self.random_state, n_jobs=n_jobs)
+        model = xgb.XGBRegressor(
+            **params,
+            tree_method="hist",
+            random_state=self.random_state,
+            n_jobs=self.n_jobs if n_jobs is None else n_jobs,
+        )
         model.fit(sub.X, target)
         return self._predict_threads(model)
 

@@ -199,7 +199,8 @@ def test_the_ranker_learns_from_its_own_labels(h100_slice, monkeypatch):
         xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(np.asarray(y)) or real(self, X, y, **kw)
     )
     train = h100_slice.subset(h100_slice.problems[:6])
-    XGBRankerModel(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1).fit(train)  # in order
+    # one thread: the fits one after another, the member first
+    XGBRankerModel(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1).fit(train)
     np.testing.assert_array_equal(seen[0], XGBRankerModel().labels(train.frame))
     assert seen[0].max() == 9 and train.frame["label"].max() == 6
 
