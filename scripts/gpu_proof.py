@@ -177,9 +177,7 @@ def phase_time(dev: DeviceSpec, res: dict, problems, configs, deadline: float, o
             "rel_err_vs_aten": err, "seconds": time.time() - t0,
         }  # fmt: skip
         rows.append(row)
-        raw += [
-            (p.name, cid, t.median_ms, t.spread, t.reps, int(t.censored)) for cid, t in screened.items()
-        ]
+        raw += [(p.name, cid, t.median_ms, t.spread, t.reps, int(t.censored)) for cid, t in screened.items()]
         log(
             f"{p.name:34s} aten {aten:7.3f} best {best:7.3f} x{aten / best:5.2f} {best_id:26s} "
             f"{row['TFLOPs']:6.0f} TF/s {row['GBps']:6.0f} GB/s roof {row['roofline_frac']:.2f} ({row['seconds']:.0f}s)"
