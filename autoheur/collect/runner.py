@@ -167,8 +167,11 @@ def compile_key(problem: Problem, spec: DeviceSpec) -> str:
     # total only where it is a leading stride (e.g. ragged N's output, a row-major ragged-K operand), so problems that
     # differ in it share a key exactly when they share binaries.
     strides = [s % 16 for s in (*call.a_strides, *call.b_strides, *call.c_strides)]
+    # The operands' contiguity as the kernel sees it (constexprs), not as the problem declares it: an operand with a
+    # size-1 dim is contiguous along it either way (a 2D x 2D problem whose reduction is one token runs A_K_CONTIG).
     # G itself only where it passes the one-loop schedule's limit (problem.shrunk keeps that).
-    spec_key = [tiny.layout, tiny.dtype, tiny.a_major, tiny.b_major, tiny.m, tiny.n, tiny.k, strides]
+    spec_key = [tiny.layout, tiny.dtype, tiny.a_major, tiny.b_major, call.a_k_contig, call.b_n_contig, tiny.m,
+                tiny.n, tiny.k, strides]  # fmt: skip
     if tiny.groups > 4:
         spec_key.append(tiny.groups)
     text = json.dumps([spec_key, spec.name, kernel_source_hash(), SPACE_HASH, toolchain_versions()], sort_keys=True)

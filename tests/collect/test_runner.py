@@ -291,6 +291,32 @@ def test_compile_keys_split_exactly_where_binaries_do():
     assert key("2d3d", many) == key("2d3d", (1,) * 300) != key("2d3d", (1,) * 256) == key("2d3d", (8, 0, 24))
 
 
+def test_compile_keys_split_where_the_kernels_constexprs_do():
+    """A weight gradient (2D x 2D, A = x.t()) whose reduction is one token has a [M, 1] A that the kernel reads as
+    K-contiguous: other binaries, so another key (sharing one made the collection compile its whole space serially
+    while timing, stop 23). Problems that share a key launch with the same constexprs."""
+    from autoheur.device import H100_SXM
+    from autoheur.kernels.config import KernelConfig
+    from autoheur.kernels.grouped_gemm import launch_args
+    from autoheur.kernels.validate import validate
+
+    def wgrad(sizes):
+        return Problem(layout="2d2d", groups=len(sizes), sizes=sizes, m=64, n=256, k=0, a_major="m", b_major="n")
+
+    def flags(p):
+        _, _, kwargs = launch_args(validate(*p.make_inputs("cpu"), check_offsets=False), KernelConfig.from_id(IDS[0]))
+        return {k: v for k, v in kwargs.items() if k.isupper()}
+
+    problems = [wgrad(s) for s in [(1,), (17,), (0, 1), (8, 0, 24), (2,), (5, 3, 9)]]
+    keys = [runner.compile_key(p, H100_SXM) for p in problems]
+    assert keys[0] == keys[2] != keys[1] == keys[3]  # a one-token reduction apart from every other total
+    assert flags(problems[0])["A_K_CONTIG"] and not flags(problems[1])["A_K_CONTIG"]
+    for p, key in zip(problems, keys, strict=True):
+        for q, other in zip(problems, keys, strict=True):
+            if key == other:
+                assert flags(p) == flags(q), (p.sizes, q.sizes)
+
+
 def test_compile_jobs_keep_every_worker_busy():
     from autoheur.collect.precompile import split_jobs
 
