@@ -5,7 +5,9 @@ over problems, the default model's worst problems, and its efficiency by family;
 tuning costs. matplotlib is optional (the `report` extra): without it the report is tables only and says so.
 
 Robust by design: a missing column skips the piece that needs it with a note in the report, an empty frame is a note,
-and a plot that fails becomes a note; `write_report` only raises if the file cannot be written.
+and a plot that fails becomes a note; `write_report` only raises if the file cannot be written. A report written over
+an earlier one removes the earlier one's plots that it did not draw again (e.g. run without matplotlib), so no plot of
+another run is left beside its tables.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def write_report(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    earlier = _plots_of(out / "report.md")
     pp = per_problem if isinstance(per_problem, pd.DataFrame) else pd.DataFrame()
     sm = summary if isinstance(summary, pd.DataFrame) else pd.DataFrame()
     plt = _pyplot()
@@ -94,7 +97,19 @@ def write_report(
 
     path = out / "report.md"
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    for name in earlier - ctx.used_names:  # an earlier report's plots that this one did not draw again
+        (out / name).unlink(missing_ok=True)
     return path
+
+
+def _plots_of(report: Path) -> set[str]:
+    """The PNGs a report in `report` links to (written beside it): the files a new report there replaces. Only those:
+    other files in the directory are never touched."""
+    try:
+        text = report.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {n for n in re.findall(r"!\[[^\]]*\]\(([^)/\\]+\.png)\)", text) if not n.startswith(".")}
 
 
 class _Context:

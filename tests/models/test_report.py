@@ -101,6 +101,8 @@ def test_report_content_and_plots(tmp_path):
         assert "/" not in link
         f = path.parent / link
         assert f.is_file() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = _write(tmp_path)  # written over itself: the same plots, none removed
+    assert _links(again.read_text()) == links and sorted(p.name for p in again.parent.glob("*.png")) == sorted(links)
 
 
 def test_all_subset_table_comes_first(tmp_path):
@@ -131,6 +133,21 @@ def test_without_matplotlib(tmp_path, monkeypatch):
         assert name in text
     assert "| **xgb_ranker** |" in text
     assert "| f0 | 30.000 |" in text  # importances fall back to a table
+
+
+def test_a_new_report_removes_the_plots_of_the_one_it_replaces(tmp_path, monkeypatch):
+    """Written over an earlier report without matplotlib, no plot of the earlier run is left beside the new tables;
+    files the earlier report did not link to stay."""
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "report.md").write_text("# old\n\n![cdf](lomo-cdf.png)\n\n![worst](lomo-worst.png)\n[data](notes.png)\n")
+    for name in ("lomo-cdf.png", "lomo-worst.png", "notes.png", "mine.png"):
+        (out / name).write_bytes(b"\x89PNG\r\n\x1a\n")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    text = _write(tmp_path).read_text()
+    assert PLOTS_SKIPPED in text
+    assert sorted(p.name for p in out.glob("*.png")) == ["mine.png", "notes.png"]  # a plain link is not a plot
 
 
 def test_missing_columns_and_empty_frames_do_not_crash(tmp_path):
