@@ -152,21 +152,36 @@ def main(argv=None) -> int:
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
     aux = load_auxiliary(args.aux or (), args.data)
     _DEV = (dev, args.inner, aux, test_ids)
+    done: dict[int, dict] = {}
+
+    def keep(i: int, result: dict) -> None:
+        """Print a finished run and rewrite --out with every run finished so far, in the order asked for: a run
+        stopped by a timeout leaves the runs that ended before it."""
+        done[i] = result
+        print(json.dumps(result), flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump([done[j] for j in sorted(done)], f, indent=1)
+
     if args.jobs > 1:
         threads = max(1, (os.cpu_count() or 1) // args.jobs)
-        with ProcessPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(_run, name, seed, threads) for name, seed in runs]
-            for fut in as_completed(futures):  # printed as they end; the file keeps the order asked for
-                print(json.dumps(fut.result()), flush=True)
-            results = [fut.result() for fut in futures]
+        pool = ProcessPoolExecutor(args.jobs)
+        try:
+            futures = {pool.submit(_run, name, seed, threads): i for i, (name, seed) in enumerate(runs)}
+            for fut in as_completed(futures):
+                keep(futures[fut], fut.result())
+        except KeyboardInterrupt:
+            # SIGINT (e.g. `timeout -s INT`) reaches the workers too, but a worker inside XGBoost does not stop for
+            # it: end them, or the pool's shutdown waits for every unfinished run.
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            print(f"interrupted: {len(done)} of {len(runs)} runs finished", flush=True)
+            return 130
+        pool.shutdown()
     else:
-        results = []
-        for name, seed in runs:
-            results.append(_run(name, seed, None))
-            print(json.dumps(results[-1]), flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=1)
+        for i, (name, seed) in enumerate(runs):
+            keep(i, _run(name, seed, None))
     return 0
 
 
