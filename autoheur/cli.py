@@ -204,7 +204,7 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"{row['eff_best10_geomean']:.4f}"
               f" P10 {row['eff_best10_p10']:.3f} min {row['eff_best10_min']:.3f}; top-1 geomean "
               f"{row['eff_top1_geomean']:.3f} P10 {row['eff_top1_p10']:.3f}; oracle in top 10 "
-              f"{row['oracle_in_top10']:.0%}")  # fmt: skip
+              f"{row['oracle_in_top10']:.1%}")  # fmt: skip
     print(f"saved {out} (fit {model.meta['fit_seconds']} s)")
     return 0
 
