@@ -33,6 +33,9 @@ Phases (``--phases``, comma-separated):
              output allocation); overhead_us = trusted cached call - direct launch. Then the GPU time per call of 100
              calls captured in a CUDA graph, for the direct launch and the cached call.
 
+Where the dataset is too big to carry to the GPU machine, save its public oracles first (no GPU needed) and pass
+them instead: `--data DATA --write-oracles FILE`, then `--oracles FILE`.
+
 Example (one H100):
   TRITON_CACHE_DIR=$PWD/.cache/triton python benchmarks/inference_eager.py --out $OUT --exhaustive-live 2
 """
@@ -178,14 +181,35 @@ def oracles(data: Path) -> dict[str, tuple[str, float]]:
     return {r.problem_id: (r.config_id, r.median_ms) for r in best.itertuples()}
 
 
+def public_oracles(data: Path) -> dict[str, list]:
+    """`oracles` of the public problems only: what `--write-oracles` saves, so that a run on a GPU machine needs the
+    few rows it uses instead of the whole dataset (which, with the model and the xgboost wheel, no longer fits in
+    what a device call carries)."""
+    from autoheur.collect.schema import problem_id
+    from autoheur.collect.workloads import public_problems
+
+    best = oracles(data)
+    ids = [problem_id(p) for p in public_problems()]
+    missing = [i for i in ids if i not in best]
+    if missing:
+        raise SystemExit(f"{data}: no usable timing for {len(missing)} public problems: collect them first")
+    return {i: list(best[i]) for i in ids}
+
+
 def phase_tune(args, out: Path) -> list[dict]:
     from autoheur.collect.schema import problem_id
     from autoheur.collect.workloads import public_problems
     from autoheur.device import current_device_spec
 
     spec = current_device_spec()
-    data = Path(args.data or ROOT / "data" / spec.slug)
-    best = oracles(data) if data.exists() else {}
+    if args.oracles:
+        saved = json.loads(args.oracles.read_text())
+        if saved.get("device") != spec.name:
+            raise SystemExit(f"{args.oracles} holds the oracles of {saved.get('device')!r}, this GPU is {spec.name!r}")
+        best = {k: tuple(v) for k, v in saved["oracles"].items()}
+    else:
+        data = Path(args.data or ROOT / "data" / spec.slug)
+        best = oracles(data) if data.exists() else {}
     rows = []
     for i, p in enumerate(public_problems()[: args.limit]):
         if i < args.start:
@@ -354,7 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exhaustive-live", type=int, default=0, help="also tune the first N problems exhaustively")
     ap.add_argument("--prepared", action="store_true", help="also time each first call after prepare(wait=True)")
     ap.add_argument("--overhead-problem", default="qwen3-30b-a3b/gate_up/decode")
+    ap.add_argument("--oracles", type=Path, help="the exhaustive winners from a --write-oracles file, not --data")
+    ap.add_argument("--write-oracles", type=Path, metavar="FILE",
+                    help="no GPU: save --data's public problems' exhaustive winners to FILE, and stop")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.write_oracles:
+        if not args.data:
+            ap.error("--write-oracles needs --data")
+        from autoheur.collect.store import DatasetStore
+
+        device = DatasetStore.load(args.data).meta.device_name
+        saved = {"data": args.data, "device": device, "oracles": public_oracles(Path(args.data))}
+        args.write_oracles.write_text(json.dumps(saved, indent=1) + "\n")
+        print(f"wrote {len(saved['oracles'])} public problems' oracles of {args.data} to {args.write_oracles}")
+        return 0
     import torch
 
     if not torch.cuda.is_available():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
@@ -136,3 +137,26 @@ def test_sustained_probe_pair_agreement():
     assert probe._pair_agreement(x, {"a": 3.0, "b": 2.0, "c": 1.0}) == 0.0
     assert probe._pair_agreement(x, {"a": 1.0, "b": 1.0}) == 0.0  # only the common pair (a, b), tied in one
     assert math.isnan(probe._pair_agreement({"a": 1.0}, {"b": 1.0}))  # no common pair
+
+
+def test_eager_benchmark_saves_the_public_oracles(tmp_path, monkeypatch):
+    """benchmarks/inference_eager.py --write-oracles: the public problems' exhaustive winners of a dataset, saved on the
+    CPU with the dataset's device, so that a GPU run can take them instead of a dataset too big to carry."""
+    from autoheur.collect.schema import problem_id
+    from autoheur.collect.workloads import public_problems
+
+    eager = _load("inference_eager")
+    data = str(ROOT / "data" / "inductor-nvidia-h100-80gb-hbm3")  # the smallest shipped dataset
+    with pytest.raises(SystemExit, match="no usable timing for .* public problems: collect them first"):
+        eager.main(["--out", str(tmp_path), "--data", data, "--write-oracles", str(tmp_path / "o.json")])
+    with pytest.raises(SystemExit) as exc:
+        eager.main(["--out", str(tmp_path), "--write-oracles", str(tmp_path / "o.json")])
+    assert exc.value.code == 2  # --data missing
+
+    ids = [problem_id(p) for p in public_problems()]
+    recorded = {pid: (f"cfg{i}", 0.1 * (i + 1)) for i, pid in enumerate(ids)} | {"not-public": ("x", 1.0)}
+    monkeypatch.setattr(eager, "oracles", lambda path: recorded)
+    assert eager.main(["--out", str(tmp_path), "--data", data, "--write-oracles", str(tmp_path / "o.json")]) == 0
+    saved = json.loads((tmp_path / "o.json").read_text())
+    assert saved["device"] == "NVIDIA H100 80GB HBM3" and saved["data"] == data
+    assert list(saved["oracles"]) == ids and saved["oracles"][ids[3]] == ["cfg3", pytest.approx(0.4)]
