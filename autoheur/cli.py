@@ -495,7 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="every model on every split, held-out figures side by side")
     p.add_argument("--data", action="append", required=True, help="dataset directory (repeat for cross-device)")
     p.add_argument("--models", default="all", help="comma-separated ranker names, or all")
-    p.add_argument("--splits", default="group_kfold,lomo,cross_device")
+    p.add_argument("--splits", default="group_kfold,lomo,cross_device",
+                   help="comma-separated: group_kfold, lomo, cross_device; or one dataset's (h200:lomo) or one pair's "
+                        "(h100->h200)")  # fmt: skip
     p.add_argument("--report", help="write per-problem CSVs and a markdown report with plots here")
     p.add_argument("--aux-for", action="append", metavar="NAME",
                    help="a dataset (by its short name, e.g. h200) whose within-device splits also train on the "

@@ -129,24 +129,29 @@ def cross_validate(
     unknown = sorted(set(aux_for) - set(datasets))
     if unknown:
         raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
+    check_splits(splits, datasets)
+
+    def wants(split: str, dname: str) -> bool:
+        return split in splits or f"{dname}:{split}" in splits
+
     rows, fits = [], []
     for dname, rs in datasets.items():
         aux = [other for name, other in datasets.items() if name != dname] if dname in aux_for else []
-        if "group_kfold" in splits:
+        if wants("group_kfold", dname):
             r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log, params, aux=aux)
             rows.append(r)
             fits += f
-        if "lomo" in splits:
+        if wants("lomo", dname):
             r, f = run_split(
                 f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log, params, aux, aux_leave_out_families=True
             )
             rows.append(r)
             fits += f
-    if "cross_device" in splits and len(datasets) > 1:
+    if len(datasets) > 1:
         names = list(datasets)
         for a in names:
             for b in names:
-                if a == b:
+                if a == b or not ("cross_device" in splits or f"{a}->{b}" in splits):
                     continue
                 # B's problems with B's fingerprint, ranked by a model fit on all of A
                 r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log, params)
@@ -154,6 +159,18 @@ def cross_validate(
                 fits += f
     per_problem = pd.concat(rows, ignore_index=True)
     return per_problem, summarize_splits(per_problem), fits
+
+
+def check_splits(splits: Sequence[str], datasets) -> None:
+    """Split names: group_kfold, lomo and cross_device for every dataset (pair), or one dataset's within-device split
+    (`h200:lomo`) or one pair's cross-device split (`h100->h200`), to rerun part of an evaluation."""
+    names = list(datasets)
+    known = {"group_kfold", "lomo", "cross_device"}
+    known |= {f"{d}:{s}" for d in names for s in ("group_kfold", "lomo")}
+    known |= {f"{a}->{b}" for a in names for b in names if a != b}
+    bad = [s for s in splits if s not in known]
+    if bad or not splits:
+        raise ValueError(f"unknown splits {bad or list(splits)}: expected some of {sorted(known)}")
 
 
 def tuning_cost(rs: RankingSet, k: int = 10, compile_core_s: float = 0.68, cores: int = 16) -> pd.DataFrame:

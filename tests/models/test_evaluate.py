@@ -122,3 +122,18 @@ def test_cross_validate_names_unknown_aux_datasets(h100_slice):
 
     with pytest.raises(ValueError, match="h300"):
         cross_validate({"h100": h100_slice}, ["random"], ("group_kfold",), log=lambda s: None, aux_for=["h300"])
+
+
+def test_cross_validate_runs_only_the_named_splits(h100_slice):
+    import pytest
+
+    from autoheur.models.evaluate import cross_validate
+
+    sets = {"h100": h100_slice, "h200": _other_device(h100_slice)}
+    pp, _, _ = cross_validate(sets, ["random"], ("h200:lomo", "h100->h200"), log=lambda s: None)
+    assert sorted(pp["split"].unique()) == ["h100->h200", "h200:lomo"]
+    pp, _, _ = cross_validate(sets, ["random"], ("group_kfold",), log=lambda s: None)
+    assert sorted(pp["split"].unique()) == ["h100:group_kfold", "h200:group_kfold"]
+    for bad in (("h300:lomo",), ("h100->h100",), ("kfold",), ()):
+        with pytest.raises(ValueError, match="unknown splits"):
+            cross_validate(sets, ["random"], bad, log=lambda s: None)
