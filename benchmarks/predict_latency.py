@@ -2,8 +2,10 @@
 
 Per problem: candidate configs (cached per signature), the feature matrix, two-stage XGBoost scoring, the top 10.
 Problems: the 18 public ones and 100 of the default workload's others; each timed 5 times after one warm-up call.
+`--breakdown` then times the XGBoost scoring passes of each call apart (a wrapper around `rankers.booster_predict`,
+outside the timed calls above): rows and trees of each pass and its median time, the rest being features and Python.
 
-  python benchmarks/predict_latency.py [--model models/nvidia-h100-80gb-hbm3.joblib]
+  python benchmarks/predict_latency.py [--model models/nvidia-h100-80gb-hbm3.joblib] [--breakdown]
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from autoheur.models.artifact import TrainedModel
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="models/nvidia-h100-80gb-hbm3.joblib")
+    ap.add_argument("--breakdown", action="store_true", help="also time each XGBoost scoring pass apart")
     args = ap.parse_args()
     model = TrainedModel.load(args.model)
     problems = public_problems() + workload("default", 130, seed=1)[18:118]
@@ -37,6 +40,46 @@ def main() -> None:
     print(f"{args.model}: {len(problems)} problems x 5, {os.cpu_count()} CPU cores, {platform.processor() or 'cpu'}")
     print(f"top-10 latency ms: median {statistics.median(times):.2f}, p90 {np.quantile(times, 0.9):.2f}, "
           f"max {max(times):.2f}")  # fmt: skip
+    if args.breakdown:
+        breakdown(model, problems)
+
+
+def breakdown(model, problems) -> None:
+    """Median per call of each XGBoost pass (by its order in the call: coarse, the rest of the lead, the other
+    members, the re-ranker) and of the whole call, over the problems x 5 calls."""
+    from autoheur.models import rankers
+
+    inner = rankers.booster_predict
+    passes: list[tuple[int, int, float]] = []
+
+    def timed(booster, X, begin=0, end=0):
+        t0 = time.perf_counter()
+        out = inner(booster, X, begin, end)
+        trees = (end or booster.num_boosted_rounds()) - begin
+        passes.append((len(X), trees, (time.perf_counter() - t0) * 1e3))
+        return out
+
+    per_pass: dict[int, list[tuple[int, int, float]]] = {}
+    whole = []
+    rankers.booster_predict = timed
+    try:
+        for p in problems:
+            for _ in range(5):
+                passes.clear()
+                t0 = time.perf_counter()
+                model.top_k(p, 10)
+                whole.append((time.perf_counter() - t0) * 1e3)
+                for i, rec in enumerate(passes):
+                    per_pass.setdefault(i, []).append(rec)
+    finally:
+        rankers.booster_predict = inner
+    print(f"breakdown, median per call: whole {statistics.median(whole):.2f} ms")
+    for i, recs in sorted(per_pass.items()):
+        rows = statistics.median(r[0] for r in recs)
+        trees = statistics.median(r[1] for r in recs)
+        ms = statistics.median(r[2] for r in recs)
+        per = ms / (rows * trees) * 1e6
+        print(f"  pass {i}: {rows:.0f} rows x {trees:.0f} trees, {ms:.2f} ms ({per:.1f} ns a row-tree)")
 
 
 if __name__ == "__main__":
