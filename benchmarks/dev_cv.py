@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.models.data import load_auxiliary, load_ranking_set
+from autoheur.features import FEATURE_NAMES
+from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import XGBRankerModel
@@ -77,6 +78,12 @@ def _variants() -> dict:
 
 VARIANTS = _variants()
 
+# Feature ablations: a variant name -> (the variant it runs, the features it zeroes in training and test rows). A
+# constant column is one XGBoost never splits on, so this is the model without those features.
+ABLATIONS = {
+    "base_nocrit": ("base", ("log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us")),
+}
+
 
 def oracle_rank(frame: pd.DataFrame) -> pd.Series:
     """Per problem, the 0-based rank of the oracle (fastest ok config) under `score`, ties by row order."""
@@ -94,15 +101,29 @@ def oracle_rank(frame: pd.DataFrame) -> pd.Series:
 _DEV = None
 
 
+def _kind(problem_name: str) -> str:
+    """'sampled/2d2d' etc. for sampled problems, 'public' for the workload's."""
+    parts = problem_name.split("/")
+    return f"sampled/{parts[1]}" if parts[0] == "sampled" else "public"
+
+
 def _run(name: str, seed: int, threads: int | None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
     dev, n_inner, aux, outer_test = _DEV
+    base, zeroed = ABLATIONS.get(name, (name, ()))
+    factory = VARIANTS[base]
+    if zeroed:
+        X = dev.X.copy()
+        X[:, [FEATURE_NAMES.index(f) for f in zeroed]] = 0.0
+        dev = RankingSet(dev.frame, X, dev.device)
+        if aux:
+            raise SystemExit("feature ablations with --aux are not supported")
     pids = dev.problems
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
     frames = []
     for tr, te in inner:
-        model = VARIANTS[name](seed)
+        model = factory(seed)
         if threads is not None:
             model.n_jobs = threads
         train = dev.subset(pids[tr])
@@ -115,6 +136,8 @@ def _run(name: str, seed: int, threads: int | None) -> dict:
     s = summarize(evaluate(frame))
     ranks = oracle_rank(frame)
     missed = ranks[ranks >= 10]
+    kind = frame.groupby("problem_id", sort=False)["problem_name"].first().map(_kind)
+    by_kind = {k: round(float((ranks.reindex(ids) < 10).mean()), 4) for k, ids in kind.groupby(kind).groups.items()}
     return {
         "variant": name,
         "seed": seed,
@@ -125,6 +148,7 @@ def _run(name: str, seed: int, threads: int | None) -> dict:
         "missed_rank_median": float(missed.median()) if len(missed) else None,
         "missed_within_32": int((missed < 32).sum()),
         "missed": len(missed),
+        "hit_by_kind": by_kind,
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
@@ -150,7 +174,7 @@ def main(argv=None) -> int:
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
     runs = [(name, int(seed)) for seed in args.seeds.split(",") for name in args.variants.split(",")]
-    unknown = sorted({name for name, _ in runs} - set(VARIANTS))
+    unknown = sorted({name for name, _ in runs} - set(VARIANTS) - set(ABLATIONS))
     if unknown:
         ap.error(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
     global _DEV  # the pool's workers are forked: they read the dev set without a copy

@@ -18,6 +18,7 @@ DERIVED_FEATURES = (
     "log2_tiles_m_per_group", "log2_tiles_n_per_group", "log2_total_tiles", "waves", "last_wave_idle_frac",
     "log2_programs", "log2_tiles_per_program", "pad_waste_m", "pad_waste_n", "pad_waste_k", "pad_waste_mnk",
     "log2_k_iters", "stages_per_k_iter", "log2_tile_intensity_over_ridge", "log2_reread", "log10_config_est_us",
+    "log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us",
 )  # fmt: skip
 
 
@@ -65,6 +66,11 @@ def derived_features(
 
     rate, bw = p.rates(dev)
     rate = get(rate)
+    k_long, tiles_long = _longest_tiles(r, get(p.size_max), tm_fixed, tn_fixed, tk_fixed, bk)
+    crit = critical_k_iters(tiles, k_iters, programs, k_long, tiles_long)
+    work = tiles * k_iters  # tile k-iterations of the whole call
+    # one k-iteration of one program at its share (1 / slots) of the device's matmul rate and bandwidth
+    iter_seconds = slots * np.maximum(2.0 * bm * bn * bk / rate, (bm + bn) * bk * elem / bw)
     # A re-read once per tile column, B once per tile row, C written once (no L2 reuse: an upper bound).
     traffic = elem * ((tm * tk * sn + tk * tn * sm) / (g * g) + tm * tn / g)
     est_seconds = np.maximum(padded_flops / (rate * wave_eff), traffic / bw)
@@ -85,6 +91,32 @@ def derived_features(
         log2_tile_intensity_over_ridge=log2_tile_intensity - np.log2(rate / bw),
         log2_reread=log2_ratio(traffic / np.maximum(get(p.min_bytes), 1.0)),
         log10_config_est_us=np.log10(np.maximum(est_seconds * 1e6, 1e-3)),
+        log2_crit_k_iters=log2p(crit),
+        log2_crit_imbalance=np.where(work > 0, log2_ratio(crit * programs / np.maximum(work, 1.0)), 0.0),
+        log10_crit_us=np.log10(np.maximum(crit * iter_seconds * 1e6, 1e-3)),
     )
     assert tuple(out) == DERIVED_FEATURES
     return out
+
+
+def _longest_tiles(r, size_max, tm_fixed, tn_fixed, tk_fixed, bk) -> tuple[np.ndarray, np.ndarray]:
+    """(k-iterations of the longest tiles, how many tiles the group holding them has): with ragged K, the largest
+    group's ceil(K_max / BK) over its ceil(M / BM) ceil(N / BN) tiles; otherwise every tile has ceil(K / BK) (the
+    tile count then does not matter, see critical_k_iters, and is given as 0)."""
+    ragged_k = r == 3
+    return np.where(ragged_k, np.ceil(size_max / bk), tk_fixed), np.where(ragged_k, tm_fixed * tn_fixed, 0.0)
+
+
+def critical_k_iters(tiles, k_iters, programs, k_long, tiles_long):
+    """K-iterations of the busiest program of the persistent grid (FEATURES.md, `log2_crit_k_iters`).
+
+    `programs` walk `tiles` tiles round robin, `k_iters` per tile on average. The busiest one runs ceil(tiles_long /
+    programs) of the longest tiles (`k_long` iterations each, `tiles_long` of them) and fills the rest of its
+    ceil(tiles / programs) tiles at the mean of the other tiles. With equal tiles this is ceil(tiles / programs) *
+    k_iters; with ragged K and one large group it is the large group's k-loop, which no tiling in M or N shortens.
+    Works on numpy arrays and on floats alike.
+    """
+    per_program = np.ceil(tiles / programs)
+    long_share = np.ceil(tiles_long / programs)
+    rest = (tiles * k_iters - tiles_long * k_long) / np.maximum(tiles - tiles_long, 1.0)
+    return long_share * k_long + np.maximum(per_program - long_share, 0.0) * rest

@@ -109,6 +109,15 @@ def feature_dict(problem: Problem, config: KernelConfig, device: Mapping) -> dic
     traffic = e * sum(m * k * tn + k * n * tm + m * n for (m, n, k), (tm, tn, _) in zip(per, grid, strict=True))
     wave_eff = tiles / (full * slots) if tiles else 1.0
     est = max(padded_flops / (rate * wave_eff), traffic / bw)
+    # the busiest program: ceil(t*/P) of the longest tiles (group g*: most k-iterations among groups with tiles,
+    # t* tiles of k* iterations), the rest of its ceil(T/P) tiles at the mean of the others
+    work = sum(tm * tn * tk for tm, tn, tk in grid)
+    with_tiles = [(tk, tm * tn) for tm, tn, tk in grid if tm * tn > 0]
+    k_long, t_long = max(with_tiles, key=lambda x: x[0]) if with_tiles else (0, 0)
+    long_share = math.ceil(t_long / programs)
+    rest = (work - t_long * k_long) / max(tiles - t_long, 1)
+    crit = long_share * k_long + max(math.ceil(tiles / programs) - long_share, 0) * rest
+    iter_seconds = slots * max(2.0 * bm * bn * bk / rate, (bm + bn) * bk * e / bw)
     f.update(
         log2_tiles_m_per_group=log2p(sum(tm for tm, _, _ in grid) / groups),
         log2_tiles_n_per_group=log2p(sum(tn for _, tn, _ in grid) / groups),
@@ -126,5 +135,8 @@ def feature_dict(problem: Problem, config: KernelConfig, device: Mapping) -> dic
         log2_tile_intensity_over_ridge=tile_intensity - math.log2(ridge),
         log2_reread=log2_ratio(traffic / min_bytes),
         log10_config_est_us=math.log10(max(1e6 * est, 1e-3)),
+        log2_crit_k_iters=log2p(crit),
+        log2_crit_imbalance=log2_ratio(crit * programs / work) if work > 0 else 0.0,
+        log10_crit_us=math.log10(max(1e6 * crit * iter_seconds, 1e-3)),
     )
     return {k: float(v) for k, v in f.items()}
