@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.features import FEATURE_NAMES
-from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set
+from autoheur.features.derived import CRIT_FEATURES
+from autoheur.models.data import load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import XGBRankerModel
@@ -60,6 +60,8 @@ def _variants() -> dict:
         "rows256": lambda seed: R(random_state=seed, per_problem=256, top=64),
         "rows320": lambda seed: R(random_state=seed, per_problem=320, top=80),
         "base": lambda seed: XGBRankerModel(random_state=seed),
+        # stop 30: the version-2 features without the busiest-program ones (= version 1); "base" has them
+        "base_nocrit": lambda seed: XGBRankerModel(random_state=seed, ignore_features=CRIT_FEATURES),
         "rerank": lambda seed: XGBRankerModel(random_state=seed, rerank_top=32),
         "rerank24": lambda seed: XGBRankerModel(random_state=seed, rerank_top=24),
         "rerank48": lambda seed: XGBRankerModel(random_state=seed, rerank_top=48),
@@ -77,12 +79,6 @@ def _variants() -> dict:
 
 
 VARIANTS = _variants()
-
-# Feature ablations: a variant name -> (the variant it runs, the features it zeroes in training and test rows). A
-# constant column is one XGBoost never splits on, so this is the model without those features.
-ABLATIONS = {
-    "base_nocrit": ("base", ("log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us")),
-}
 
 
 def oracle_rank(frame: pd.DataFrame) -> pd.Series:
@@ -110,20 +106,12 @@ def _kind(problem_name: str) -> str:
 def _run(name: str, seed: int, threads: int | None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
     dev, n_inner, aux, outer_test = _DEV
-    base, zeroed = ABLATIONS.get(name, (name, ()))
-    factory = VARIANTS[base]
-    if zeroed:
-        X = dev.X.copy()
-        X[:, [FEATURE_NAMES.index(f) for f in zeroed]] = 0.0
-        dev = RankingSet(dev.frame, X, dev.device)
-        if aux:
-            raise SystemExit("feature ablations with --aux are not supported")
     pids = dev.problems
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
     frames = []
     for tr, te in inner:
-        model = factory(seed)
+        model = VARIANTS[name](seed)
         if threads is not None:
             model.n_jobs = threads
         train = dev.subset(pids[tr])
@@ -174,7 +162,7 @@ def main(argv=None) -> int:
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
     runs = [(name, int(seed)) for seed in args.seeds.split(",") for name in args.variants.split(",")]
-    unknown = sorted({name for name, _ in runs} - set(VARIANTS) - set(ABLATIONS))
+    unknown = sorted({name for name, _ in runs} - set(VARIANTS))
     if unknown:
         ap.error(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
     global _DEV  # the pool's workers are forked: they read the dev set without a copy

@@ -20,6 +20,9 @@ DERIVED_FEATURES = (
     "log2_k_iters", "stages_per_k_iter", "log2_tile_intensity_over_ridge", "log2_reread", "log10_config_est_us",
     "log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us",
 )  # fmt: skip
+# The busiest program of autoheur's own persistent round-robin grid (FEATURES_VERSION 2): they describe that
+# schedule, not another kernel family's (rankers.FAMILY_PARAMS).
+CRIT_FEATURES = ("log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us")
 
 
 def derived_features(

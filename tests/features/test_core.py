@@ -346,3 +346,42 @@ def test_measured_rates_move_only_the_rate_features():
     assert moved <= {"log10_roofline_us", "log2_intensity_over_ridge", "log2_ridge", "log2_tile_intensity_over_ridge",
                      "log10_config_est_us", "log10_crit_us"}  # fmt: skip
     assert "log10_roofline_us" in moved
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The busiest program (log2_crit_k_iters): an estimate of the round-robin deal, checked against the deal itself
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _dealt_max(k_per_tile: np.ndarray, programs: int) -> float:
+    """The most k-iterations any program runs when tile t goes to program t % programs."""
+    return float(np.bincount(np.arange(len(k_per_tile)) % programs, weights=k_per_tile).max())
+
+
+def test_critical_k_iters_is_the_wave_count_for_equal_tiles():
+    from autoheur.features.derived import critical_k_iters
+
+    for tiles, programs, k in [(32, 44, 4), (1000, 132, 7), (264, 132, 16), (265, 132, 16)]:
+        expected = math.ceil(tiles / programs) * k
+        assert critical_k_iters(float(tiles), float(k), float(programs), float(k), 0.0) == expected
+        assert _dealt_max(np.full(tiles, float(k)), programs) == expected
+
+
+def test_critical_k_iters_follows_the_largest_ragged_k_group():
+    from autoheur.features.derived import critical_k_iters
+
+    # 17 groups of 21 tiles on 132 programs, one group 103 k-iterations long, the others 21 on average
+    k_groups = np.array([103.0] + [21.0] * 16)
+    k_tiles = np.repeat(k_groups, 21)
+    est = critical_k_iters(float(len(k_tiles)), k_tiles.mean(), 132.0, 103.0, 21.0)
+    assert est == 103 + 2 * 21  # one tile of the long group, two of the rest: 3 = ceil(357 / 132) tiles
+    assert est == _dealt_max(k_tiles, 132)  # here the estimate is the deal exactly
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # in general it is bounded by the longest tile and by ceil(T / P) of them
+        t0, programs = int(rng.integers(1, 130)), int(rng.choice([132, 264, 396]))
+        k_groups = np.ceil(np.minimum(rng.zipf(1.5, int(rng.integers(2, 129))) * 40, 5000) / 64)
+        k_tiles = np.repeat(k_groups, t0)
+        p = min(programs, len(k_tiles))
+        est = critical_k_iters(float(len(k_tiles)), k_tiles.mean(), float(p), k_groups.max(), float(t0))
+        assert k_groups.max() <= est <= math.ceil(len(k_tiles) / p) * k_groups.max() + 1e-9
+        assert est <= 3 * _dealt_max(k_tiles, p)

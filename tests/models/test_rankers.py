@@ -333,3 +333,35 @@ def test_fits_side_by_side_are_the_fits_one_after_another(h100_slice):
         for b in [*m.members_, m.reranker_]:
             assert json.loads(b.get_booster().save_config())["learner"]["generic_param"]["nthread"] == want
             assert b.n_jobs == m.n_jobs
+
+
+def test_ignored_features_are_never_read(h100_slice):
+    """ignore_features zeroes those columns in fit and predict: the model is the one fitted on data whose columns are
+    zero, it gives them no importance, and any value there leaves its scores alone."""
+    from autoheur.features import FEATURE_NAMES
+    from autoheur.features.derived import CRIT_FEATURES
+
+    cols = [FEATURE_NAMES.index(f) for f in CRIT_FEATURES]
+    train, test = h100_slice.subset(h100_slice.problems[:12]), h100_slice.subset(h100_slice.problems[12:16])
+    kw = dict(n_estimators=20, max_depth=4, rerank_top=16, rerank_rows=24, n_jobs=1)
+    m = XGBRankerModel(**kw, ignore_features=CRIT_FEATURES).fit(train)
+    assert all(m.feature_importances_[f] == 0 for f in CRIT_FEATURES)
+    zeroed = train.X.copy()
+    zeroed[:, cols] = 0.0
+    plain = XGBRankerModel(**kw).fit(RankingSet(train.frame, zeroed, train.device))
+    np.testing.assert_array_equal(
+        m.predict(test), plain.predict(RankingSet(test.frame, _zero(test.X, cols), test.device))
+    )
+    noisy = test.X.copy()
+    noisy[:, cols] = np.random.default_rng(0).normal(size=(len(noisy), len(cols)))
+    np.testing.assert_array_equal(m.predict(RankingSet(test.frame, noisy, test.device)), m.predict(test))
+    np.testing.assert_array_equal(m.predict_X(noisy[:50], None), m.predict_X(test.X[:50], None))
+    assert train.X[:, cols].any(), "the slice must carry non-zero values in those columns, or this checks nothing"
+    with pytest.raises(ValueError, match="unknown features"):
+        XGBRankerModel(**kw, ignore_features=("no_such_feature",)).fit(train)
+
+
+def _zero(X: np.ndarray, cols: list[int]) -> np.ndarray:
+    X = X.copy()
+    X[:, cols] = 0.0
+    return X
