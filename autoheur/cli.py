@@ -497,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", default="all", help="comma-separated ranker names, or all")
     p.add_argument("--splits", default="group_kfold,lomo,cross_device",
                    help="comma-separated: group_kfold, lomo, cross_device; or one dataset's (h200:lomo) or one pair's "
-                        "(h100->h200)")  # fmt: skip
+                        "('h100->h200', quoted in a shell)")  # fmt: skip
     p.add_argument("--report", help="write per-problem CSVs and a markdown report with plots here")
     p.add_argument("--aux-for", action="append", metavar="NAME",
                    help="a dataset (by its short name, e.g. h200) whose within-device splits also train on the "

@@ -170,7 +170,10 @@ def check_splits(splits: Sequence[str], datasets) -> None:
     known |= {f"{a}->{b}" for a in names for b in names if a != b}
     bad = [s for s in splits if s not in known]
     if bad or not splits:
-        raise ValueError(f"unknown splits {bad or list(splits)}: expected some of {sorted(known)}")
+        hint = ""
+        if any(s.endswith("-") for s in bad):  # `--splits h100->h200` unquoted: the shell took `>h200` as a redirect
+            hint = "; quote a cross-device split in a shell ('h100->h200'), or its '>' redirects the output to a file"
+        raise ValueError(f"unknown splits {bad or list(splits)}: expected some of {sorted(known)}{hint}")
 
 
 def tuning_cost(rs: RankingSet, k: int = 10, compile_core_s: float = 0.68, cores: int = 16) -> pd.DataFrame:

@@ -137,3 +137,5 @@ def test_cross_validate_runs_only_the_named_splits(h100_slice):
     for bad in (("h300:lomo",), ("h100->h100",), ("kfold",), ()):
         with pytest.raises(ValueError, match="unknown splits"):
             cross_validate(sets, ["random"], bad, log=lambda s: None)
+    with pytest.raises(ValueError, match="quote a cross-device split"):  # what an unquoted `h100->h200` leaves
+        cross_validate(sets, ["random"], ("h200:lomo", "h100-"), log=lambda s: None)
