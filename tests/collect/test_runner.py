@@ -180,7 +180,8 @@ def test_wrong_config_is_recorded_and_never_timed(tmp_path, monkeypatch):
     df = DatasetStore.load(tmp_path / "ds").read().set_index("config_id")
     assert df.loc[bad, "status"] == "wrong"
     assert df.loc[bad, "reps"] == 0 and df["median_ms"].isna().sum() == 1
-    assert (df.drop(bad)["status"] == "ok").all()
+    # the rest were timed; on the interpreter's noisy clock one may be censored (2x the best, twice), as above
+    assert df.drop(bad)["status"].isin(["ok", "censored"]).all()
 
 
 def test_config_sample_is_a_fixed_subset(tmp_path):
