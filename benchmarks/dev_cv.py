@@ -25,7 +25,7 @@ import pandas as pd
 from sklearn.model_selection import GroupKFold
 
 from autoheur.features.derived import CRIT_FEATURES
-from autoheur.models.data import load_auxiliary, load_ranking_set
+from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import XGBRankerModel
@@ -81,6 +81,29 @@ def _variants() -> dict:
 VARIANTS = _variants()
 
 
+def _relative(X: np.ndarray, frame: pd.DataFrame, to: str) -> np.ndarray:
+    """Stop 31's experiment: the two time estimates (log10 us) as ratios, to the problem's roofline time ("roof") or
+    to the smallest estimate over the problem's configs ("min"), in place of their absolute values."""
+    from autoheur.features import FEATURE_NAMES
+
+    X = X.copy()
+    roof = X[:, FEATURE_NAMES.index("log10_roofline_us")]
+    for name in ("log10_config_est_us", "log10_crit_us"):
+        j = FEATURE_NAMES.index(name)
+        if to == "roof":
+            X[:, j] -= roof
+        else:
+            X[:, j] -= pd.Series(X[:, j]).groupby(frame["problem_id"].to_numpy()).transform("min").to_numpy()
+    return X
+
+
+# Variants that see transformed features: name -> (the model's variant, X, frame -> X), applied to the dev set.
+TRANSFORMS = {
+    "rel_roof": ("base", lambda X, frame: _relative(X, frame, "roof")),
+    "rel_min": ("base", lambda X, frame: _relative(X, frame, "min")),
+}
+
+
 def oracle_rank(frame: pd.DataFrame) -> pd.Series:
     """Per problem, the 0-based rank of the oracle (fastest ok config) under `score`, ties by row order."""
     out = {}
@@ -106,12 +129,18 @@ def _kind(problem_name: str) -> str:
 def _run(name: str, seed: int, threads: int | None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
     dev, n_inner, aux, outer_test = _DEV
+    model_name = name
+    if name in TRANSFORMS:
+        model_name, transform = TRANSFORMS[name]
+        dev = RankingSet(dev.frame, transform(dev.X, dev.frame), dev.device)
+        if aux:
+            aux = [RankingSet(a.frame, transform(a.X, a.frame), a.device) for a in aux]
     pids = dev.problems
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
     frames = []
     for tr, te in inner:
-        model = VARIANTS[name](seed)
+        model = VARIANTS[model_name](seed)
         if threads is not None:
             model.n_jobs = threads
         train = dev.subset(pids[tr])
@@ -162,9 +191,9 @@ def main(argv=None) -> int:
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
     runs = [(name, int(seed)) for seed in args.seeds.split(",") for name in args.variants.split(",")]
-    unknown = sorted({name for name, _ in runs} - set(VARIANTS))
+    unknown = sorted({name for name, _ in runs} - set(VARIANTS) - set(TRANSFORMS))
     if unknown:
-        ap.error(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
+        ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS})}")
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
     aux = load_auxiliary(args.aux or (), args.data)
     _DEV = (dev, args.inner, aux, test_ids)
