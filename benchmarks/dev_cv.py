@@ -81,27 +81,11 @@ def _variants() -> dict:
 VARIANTS = _variants()
 
 
-def _relative(X: np.ndarray, frame: pd.DataFrame, to: str) -> np.ndarray:
-    """Stop 31's experiment: the two time estimates (log10 us) as ratios, to the problem's roofline time ("roof") or
-    to the smallest estimate over the problem's configs ("min"), in place of their absolute values."""
-    from autoheur.features import FEATURE_NAMES
-
-    X = X.copy()
-    roof = X[:, FEATURE_NAMES.index("log10_roofline_us")]
-    for name in ("log10_config_est_us", "log10_crit_us"):
-        j = FEATURE_NAMES.index(name)
-        if to == "roof":
-            X[:, j] -= roof
-        else:
-            X[:, j] -= pd.Series(X[:, j]).groupby(frame["problem_id"].to_numpy()).transform("min").to_numpy()
-    return X
-
-
-# Variants that see transformed features: name -> (the model's variant, X, frame -> X), applied to the dev set.
-TRANSFORMS = {
-    "rel_roof": ("base", lambda X, frame: _relative(X, frame, "roof")),
-    "rel_min": ("base", lambda X, frame: _relative(X, frame, "min")),
-}
+# Variants that see transformed features: name -> (the model's variant, a function (X, frame) -> X applied to the
+# dev set and any auxiliary set). Stop 31 tried the two time estimates over the problem's roofline ("rel_roof") and
+# over the problem's best estimate ("rel_min") here (commit b61ffeb; benchmarks/results/
+# dev_cv_stop31_relative_estimates.json); features version 3 gives them over the roofline, so none is left.
+TRANSFORMS: dict = {}
 
 
 def oracle_rank(frame: pd.DataFrame) -> pd.Series:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from autoheur.problem import Problem
 
 # Bump whenever a feature is added, removed, reordered or changes meaning (models store features_hash()).
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3
 FEATURE_NAMES: tuple[str, ...] = PROBLEM_FEATURES + CONFIG_FEATURES + DERIVED_FEATURES
 N_PROBLEM = len(PROBLEM_FEATURES)
 

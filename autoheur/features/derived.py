@@ -12,17 +12,17 @@ import numpy as np
 
 from autoheur.features.config import ConfigArrays
 from autoheur.features.device import DeviceParams
-from autoheur.features.problem import BLOCKS, ProblemArrays, log2_ratio, log2p
+from autoheur.features.problem import BLOCKS, ProblemArrays, log2_ratio, log2p, log10_us, roofline_seconds
 
 DERIVED_FEATURES = (
     "log2_tiles_m_per_group", "log2_tiles_n_per_group", "log2_total_tiles", "waves", "last_wave_idle_frac",
     "log2_programs", "log2_tiles_per_program", "pad_waste_m", "pad_waste_n", "pad_waste_k", "pad_waste_mnk",
-    "log2_k_iters", "stages_per_k_iter", "log2_tile_intensity_over_ridge", "log2_reread", "log10_config_est_us",
-    "log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us",
+    "log2_k_iters", "stages_per_k_iter", "log2_tile_intensity_over_ridge", "log2_reread", "log10_est_over_roofline",
+    "log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_over_roofline",
 )  # fmt: skip
 # The busiest program of autoheur's own persistent round-robin grid (FEATURES_VERSION 2): they describe that
 # schedule, not another kernel family's (rankers.FAMILY_PARAMS).
-CRIT_FEATURES = ("log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_us")
+CRIT_FEATURES = ("log2_crit_k_iters", "log2_crit_imbalance", "log10_crit_over_roofline")
 
 
 def derived_features(
@@ -77,6 +77,9 @@ def derived_features(
     # A re-read once per tile column, B once per tile row, C written once (no L2 reuse: an upper bound).
     traffic = elem * ((tm * tk * sn + tk * tn * sm) / (g * g) + tm * tn / g)
     est_seconds = np.maximum(padded_flops / (rate * wave_eff), traffic / bw)
+    # The two estimates are given over the problem's roofline time (FEATURES_VERSION 3): how far this config falls
+    # short of the best any config could do reads the same on a 5 us and a 5 ms problem.
+    roof = log10_us(roofline_seconds(flops, get(p.min_bytes), rate, bw))
     out = dict(
         log2_tiles_m_per_group=log2p(sm / g),
         log2_tiles_n_per_group=log2p(sn / g),
@@ -93,10 +96,10 @@ def derived_features(
         stages_per_k_iter=c.stages / np.maximum(k_iters, 1.0),
         log2_tile_intensity_over_ridge=log2_tile_intensity - np.log2(rate / bw),
         log2_reread=log2_ratio(traffic / np.maximum(get(p.min_bytes), 1.0)),
-        log10_config_est_us=np.log10(np.maximum(est_seconds * 1e6, 1e-3)),
+        log10_est_over_roofline=log10_us(est_seconds) - roof,
         log2_crit_k_iters=log2p(crit),
         log2_crit_imbalance=np.where(work > 0, log2_ratio(crit * programs / np.maximum(work, 1.0)), 0.0),
-        log10_crit_us=np.log10(np.maximum(crit * iter_seconds * 1e6, 1e-3)),
+        log10_crit_over_roofline=log10_us(crit * iter_seconds) - roof,
     )
     assert tuple(out) == DERIVED_FEATURES
     return out

@@ -151,10 +151,21 @@ def log2_ratio(x):
     return np.log2(np.maximum(x, TINY))
 
 
+def log10_us(seconds):
+    """log10 of a time in microseconds, floored at 1 ns so that a call with no work stays finite."""
+    return np.log10(np.maximum(seconds * 1e6, 1e-3))
+
+
+def roofline_seconds(flops, min_bytes, rate, bw):
+    """The best time any config can reach: the useful FLOPs at the matmul rate or the compulsory bytes at the
+    bandwidth, whichever is longer."""
+    return np.maximum(flops / rate, min_bytes / bw)
+
+
 def problem_features(p: ProblemArrays, dev: DeviceParams) -> dict[str, np.ndarray]:
     """The PROBLEM_FEATURES of each distinct problem, float64 arrays of shape (U,)."""
     rate, bw = p.rates(dev)
-    seconds = np.maximum(p.flops / rate, p.min_bytes / bw)
+    seconds = roofline_seconds(p.flops, p.min_bytes, rate, bw)
     ridge = rate / bw
     g = p.groups
     out = {f"layout_{name}": (p.ragged == LAYOUT_RAGGED[name]).astype(np.float64) for name in LAYOUTS}
@@ -175,7 +186,7 @@ def problem_features(p: ProblemArrays, dev: DeviceParams) -> dict[str, np.ndarra
         empty_frac=p.empty / g,
         log2_flops=log2p(p.flops),
         log2_min_bytes=log2p(p.min_bytes),
-        log10_roofline_us=np.log10(np.maximum(seconds * 1e6, 1e-3)),
+        log10_roofline_us=log10_us(seconds),
         log2_intensity_over_ridge=log2_ratio(p.flops / np.maximum(p.min_bytes, 1.0) / ridge),
         log2_group_bytes_over_l2=log2_ratio(p.elem * (p.tm * p.tk + p.tk * p.tn) / (g * g) / dev.l2_bytes),
         log2_sm_count=np.full(len(g), math.log2(dev.sm_count)),

@@ -40,6 +40,7 @@ def feature_dict(problem: Problem, config: KernelConfig, device: Mapping) -> dic
     min_bytes = float(e * sum(m * k + k * n + m * n for m, n, k in per))
     mean = statistics.fmean(sizes)
     f: dict[str, float] = {f"layout_{name}": float(problem.layout == name) for name in LAYOUTS}
+    roofline_us = math.log10(max(1e6 * max(flops / rate, min_bytes / bw), 1e-3))
     f.update(
         elem_bytes=e,
         a_k_major=float(problem.a_major == "k"),
@@ -57,7 +58,7 @@ def feature_dict(problem: Problem, config: KernelConfig, device: Mapping) -> dic
         empty_frac=sum(1 for s in problem.sizes if s == 0) / groups,
         log2_flops=log2p(flops),
         log2_min_bytes=log2p(min_bytes),
-        log10_roofline_us=math.log10(max(1e6 * max(flops / rate, min_bytes / bw), 1e-3)),
+        log10_roofline_us=roofline_us,
         log2_intensity_over_ridge=log2_ratio(flops / min_bytes / ridge),
         log2_group_bytes_over_l2=log2_ratio(e * sum(m * k + k * n for m, n, k in per) / groups / dev.l2_bytes),
         log2_sm_count=math.log2(dev.sm_count),
@@ -134,9 +135,9 @@ def feature_dict(problem: Problem, config: KernelConfig, device: Mapping) -> dic
         stages_per_k_iter=config.num_stages / max(k_iters, 1.0),
         log2_tile_intensity_over_ridge=tile_intensity - math.log2(ridge),
         log2_reread=log2_ratio(traffic / min_bytes),
-        log10_config_est_us=math.log10(max(1e6 * est, 1e-3)),
+        log10_est_over_roofline=math.log10(max(1e6 * est, 1e-3)) - roofline_us,
         log2_crit_k_iters=log2p(crit),
         log2_crit_imbalance=log2_ratio(crit * programs / work) if work > 0 else 0.0,
-        log10_crit_us=math.log10(max(1e6 * crit * iter_seconds, 1e-3)),
+        log10_crit_over_roofline=math.log10(max(1e6 * crit * iter_seconds, 1e-3)) - roofline_us,
     )
     return {k: float(v) for k, v in f.items()}

@@ -28,7 +28,7 @@ from autoheur.kernels.config import KernelConfig, Signature, all_configs, feasib
 from autoheur.problem import DTYPES, LAYOUTS, Problem
 
 # Changing a feature name, their order or FEATURES_VERSION changes this hash; models trained before refuse to load.
-EXPECTED_FEATURES_HASH = "394b810118e9c041"
+EXPECTED_FEATURES_HASH = "853dee906f4e54ad"  # FEATURES_VERSION 3
 COL = {name: j for j, name in enumerate(F.FEATURE_NAMES)}
 H100 = H100_SXM.to_dict()  # no measured rates: the defaults by name apply (3000 GB/s, 750 TFLOP/s)
 H200_MEASURED = {**H200.to_dict(), "copy_GBps": 4000.0, "matmul_TFLOPs": 700.0}
@@ -157,12 +157,13 @@ def test_golden_ragged_m_bf16_h100():
     assert f["log2_intensity_over_ridge"] == pytest.approx(math.log2(flops / min_bytes / (750e12 / 3000e9)), rel=1e-6)
     assert f["log2_tile_intensity"] == pytest.approx(math.log2(2 * 64 * 128 / (192 * 2)))
     est = max(2 * 64 * 128 * 64 * 8 * 4 * 4 / (750e12 * 32 / 396), reread / 3000e9)
-    assert f["log10_config_est_us"] == pytest.approx(math.log10(est * 1e6), rel=1e-6)
+    # version 3: the estimates over the roofline time (log10 of the ratio)
+    assert f["log10_est_over_roofline"] == pytest.approx(math.log10(est / roofline), rel=1e-5)
     # equal tiles of 4 k-iterations, 32 of them over 44 programs: the busiest runs one; the mean is 128 / 44
     assert f["log2_crit_k_iters"] == pytest.approx(math.log2(1 + 4))
     assert f["log2_crit_imbalance"] == pytest.approx(math.log2(4 * 44 / 128))
     iter_s = 396 * max(2 * 64 * 128 * 64 / 750e12, 192 * 64 * 2 / 3000e9)  # memory bound: 8.192 ns x 396 slots
-    assert f["log10_crit_us"] == pytest.approx(math.log10(4 * iter_s * 1e6), rel=1e-6)
+    assert f["log10_crit_over_roofline"] == pytest.approx(math.log10(4 * iter_s / roofline), rel=1e-5)
     assert (f["layout_2d3d"], f["layout_3d2d"], f["layout_2d2d"], f["layout_3d3d"]) == (1, 0, 0, 0)
     assert (f["elem_bytes"], f["a_k_major"], f["b_k_major"], f["log2_groups"]) == (2, 1, 1, 2)
     assert f["log2_call_m"] == pytest.approx(math.log2(429)) and f["log2_call_n"] == pytest.approx(math.log2(513))
@@ -195,11 +196,12 @@ def test_golden_ragged_k_fp32_with_an_empty_group_h200_measured():
     assert f["log2_tile_intensity_over_ridge"] == pytest.approx(math.log2(12.8 / (rate / bw)), rel=1e-5)
     flops = 2 * 200 * 96 * 1096
     min_bytes = 4 * (200 * 1096 + 1096 * 96 + 3 * 200 * 96)
-    assert f["log10_roofline_us"] == pytest.approx(math.log10(1e6 * max(flops / rate, min_bytes / bw)), rel=1e-6)
+    roofline = max(flops / rate, min_bytes / bw)
+    assert f["log10_roofline_us"] == pytest.approx(math.log10(1e6 * roofline), rel=1e-6)
     reread = 4 * (200 * 1096 * 3 + 1096 * 96 * 2 + 3 * 200 * 96)
     assert f["log2_reread"] == pytest.approx(math.log2(reread / min_bytes), rel=1e-6)
     iter_s = 660 * max(2 * 128 * 32 * 32 / rate, 160 * 32 * 4 / bw)  # fp32: compute bound, 5.6 ns x 660 slots
-    assert f["log10_crit_us"] == pytest.approx(math.log10(32 * iter_s * 1e6), rel=1e-5)
+    assert f["log10_crit_over_roofline"] == pytest.approx(math.log10(32 * iter_s / roofline), rel=1e-5)
     assert f["empty_frac"] == pytest.approx(1 / 3) and f["log2_size_min"] == 0
     assert (f["layout_2d2d"], f["elem_bytes"], f["b_k_major"], f["tma"], f["log2_group_m"]) == (1, 4, 0, 1, 3)
     assert f["log2_sm_count"] == pytest.approx(math.log2(132))
@@ -290,7 +292,7 @@ def test_without_sizes_tile_counts_are_estimated_within_bounds():
     exact = F.feature_matrix(frame, frame, H100)
     est = F.feature_matrix(frame.drop(columns=["sizes"]), frame.drop(columns=["sizes"]), H100)
     assert np.isfinite(est).all()
-    same = [j for n, j in COL.items() if not re.search("tile|wave|program|pad|k_iter|reread|est_us|crit", n)]
+    same = [j for n, j in COL.items() if not re.search("tile|wave|program|pad|k_iter|reread|est_over|crit", n)]
     np.testing.assert_array_equal(est[:, same], exact[:, same])
     for i, (p, c) in enumerate(pairs):
         if p.layout in ("2d3d", "3d2d"):  # sum_g ceil(s_g / B) is between total / B and total / B + nonempty
@@ -344,7 +346,7 @@ def test_measured_rates_move_only_the_rate_features():
     b = F.problem_config_matrix(p, cfgs, {**H100, "copy_GBps": 2000.0, "matmul_TFLOPs": 500.0})
     moved = {F.FEATURE_NAMES[j] for j in np.flatnonzero((a != b).any(axis=0))}
     assert moved <= {"log10_roofline_us", "log2_intensity_over_ridge", "log2_ridge", "log2_tile_intensity_over_ridge",
-                     "log10_config_est_us", "log10_crit_us"}  # fmt: skip
+                     "log10_est_over_roofline", "log10_crit_over_roofline"}  # fmt: skip
     assert "log10_roofline_us" in moved
 
 
