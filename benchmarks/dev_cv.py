@@ -28,7 +28,7 @@ from autoheur.features.derived import CRIT_FEATURES
 from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import XGBRankerModel
+from autoheur.models.rankers import XGBRankerModel, family_params
 
 FINE_RERANK = (1.0, 1.001, 1.002, 1.003, 1.004, 1.005, 1.0065, 1.008, 1.01, 1.0125, 1.015, 1.0175, 1.02, 1.025,
                1.03, 1.04, 1.05, 1.065, 1.08, 1.1, 1.12)  # fmt: skip
@@ -62,6 +62,16 @@ def _variants() -> dict:
         "base": lambda seed: XGBRankerModel(random_state=seed),
         # stop 30: the version-2 features without the busiest-program ones (= version 1); "base" has them
         "base_nocrit": lambda seed: XGBRankerModel(random_state=seed, ignore_features=CRIT_FEATURES),
+        # stop 31: the Inductor family's parameters (rankers.FAMILY_PARAMS), and with the estimate over the roofline
+        # ignored too (run on data/inductor-nvidia-h100-80gb-hbm3)
+        "inductor": lambda seed: R(random_state=seed, **family_params("inductor")["xgb_ranker"]),
+        "inductor_noest": lambda seed: R(
+            random_state=seed,
+            **{
+                **family_params("inductor")["xgb_ranker"],
+                "ignore_features": (*CRIT_FEATURES, "log10_est_over_roofline"),
+            },
+        ),
         "rerank": lambda seed: XGBRankerModel(random_state=seed, rerank_top=32),
         "rerank24": lambda seed: XGBRankerModel(random_state=seed, rerank_top=24),
         "rerank48": lambda seed: XGBRankerModel(random_state=seed, rerank_top=48),
@@ -85,7 +95,16 @@ VARIANTS = _variants()
 # dev set and any auxiliary set). Stop 31 tried the two time estimates over the problem's roofline ("rel_roof") and
 # over the problem's best estimate ("rel_min") here (commit b61ffeb; benchmarks/results/
 # dev_cv_stop31_relative_estimates.json); features version 3 gives them over the roofline, so none is left.
-TRANSFORMS: dict = {}
+def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
+    """The version-2 estimate (absolute log10 us) back from version 3's ratio to the roofline."""
+    from autoheur.features import FEATURE_NAMES
+
+    X = X.copy()
+    X[:, FEATURE_NAMES.index("log10_est_over_roofline")] += X[:, FEATURE_NAMES.index("log10_roofline_us")]
+    return X
+
+
+TRANSFORMS: dict = {"inductor_abs": ("inductor", _absolute_estimate)}  # stop 31: the Inductor family on version 2
 
 
 def oracle_rank(frame: pd.DataFrame) -> pd.Series:
