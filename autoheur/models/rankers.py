@@ -577,7 +577,10 @@ class RandomRanker(Ranker):
 # the 6 grades and the single model its shipped model and report were made with. The busiest-program features
 # (CRIT_FEATURES) model autoheur's own grid, not Inductor's template, and lowered this family's held-out GroupKFold
 # best-of-10 on two seeds (0.952 / 0.954 -> 0.939 / 0.942, P10 0.865 -> 0.797 / 0.814; BENCHMARKS.md, stop 30): it
-# ignores them, which gives back exactly its figures with the version-1 features.
+# ignores them, which gave back exactly its figures with the version-1 features. Version 3's estimate over the
+# roofline (in place of the absolute estimate) was not told apart from version 2's on the family's own dev CV (44
+# problems, 5 seeds: best-of-10 geomean 0.931 against 0.936, 2 seeds better and 3 worse; BENCHMARKS.md, stop 31),
+# so the family reads it like the triton family does.
 FAMILY_PARAMS: dict[str, dict[str, dict]] = {
     "inductor": {
         "xgb_ranker": {
