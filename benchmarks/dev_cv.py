@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
+from autoheur.features import FEATURE_NAMES
 from autoheur.features.derived import CRIT_FEATURES
 from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold
@@ -91,19 +92,17 @@ def _variants() -> dict:
 VARIANTS = _variants()
 
 
-# Variants that see transformed features: name -> (the model's variant, a function (X, frame) -> X applied to the
-# dev set and any auxiliary set). Stop 31 tried the two time estimates over the problem's roofline ("rel_roof") and
-# over the problem's best estimate ("rel_min") here (commit b61ffeb; benchmarks/results/
-# dev_cv_stop31_relative_estimates.json); features version 3 gives them over the roofline, so none is left.
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     """The version-2 estimate (absolute log10 us) back from version 3's ratio to the roofline."""
-    from autoheur.features import FEATURE_NAMES
-
     X = X.copy()
     X[:, FEATURE_NAMES.index("log10_est_over_roofline")] += X[:, FEATURE_NAMES.index("log10_roofline_us")]
     return X
 
 
+# Variants that see transformed features: name -> (the model's variant, a function (X, frame) -> X applied to the
+# dev set and any auxiliary set). Stop 31 also tried the two time estimates over the problem's roofline ("rel_roof")
+# and over the problem's best estimate ("rel_min") here (commit b61ffeb; benchmarks/results/
+# dev_cv_stop31_relative_estimates.json); features version 3 gives them over the roofline, so those are gone.
 TRANSFORMS: dict = {"inductor_abs": ("inductor", _absolute_estimate)}  # stop 31: the Inductor family on version 2
 
 
