@@ -97,8 +97,13 @@ def inductor_problem(
 
 def even_split(end: int, groups: int, alignment: int) -> tuple[int, ...]:
     """Group sizes of Inductor's benchmark offsets: ends at (i+1) * end / groups rounded to `alignment`, the last at
-    `end` (create_offsets: round half to even, as torch.round)."""
-    ends = [round((i + 1) * end / groups / alignment) * alignment for i in range(groups - 1)] + [end]
+    `end` (create_offsets: round half to even, as torch.round).
+
+    Where rounding puts an end past `end` (47 rows in 16 groups of step 8: the 15th end rounds to 48), Inductor's
+    offsets decrease at the last group, whose size is then negative; its template computes no tile there (cdiv of a
+    negative size is 0), as for an empty group. Such ends are clamped to `end`, which gives the kernel the same work
+    and keeps every size >= 0."""
+    ends = [min(round((i + 1) * end / groups / alignment) * alignment, end) for i in range(groups - 1)] + [end]
     return tuple(e - s for s, e in zip([0, *ends[:-1]], ends, strict=True))
 
 

@@ -111,6 +111,8 @@ def test_enable_without_a_model_warns_and_disable_removes_only_ours(hopper, tmp_
 def test_problem_mirrors_inductors_benchmark_offsets():
     assert even_split(100, 3, 8) == (32, 32, 36)  # ends 33.3 -> 32, 66.7 -> 64, then 100
     assert even_split(7, 1, 8) == (7,)
+    # an end rounded past the total (44.06 -> 48 > 47; Inductor's last sizes 8, -1): clamped to 7, 0, the same tiles
+    assert even_split(47, 16, 8)[-3:] == (0, 7, 0) and sum(even_split(47, 16, 8)) == 47
     p = inductor_problem((300, 64), (64, 1), (8, 64, 96), (6144, 1, 64), 8, "float16")
     assert p.layout == "2d3d" and sum(p.sizes) == 300 and p.b_major == "k" and p.groups == 8
     p = inductor_problem((64, 300), (1, 64), (300, 96), (96, 1), 4, "bfloat16")  # weight gradient: ragged K
