@@ -571,8 +571,9 @@ class RandomRanker(Ranker):
 
 # Per kernel family, hyperparameters that differ from the defaults (train and eval apply them).
 # Inductor's template grid (144 configs; 55 problems when these were chosen, 98 since stop 32): the ensemble was
-# designed on the triton family's dev CV and, on this family's held-out figures, measured below the single objective picked by inner CV (GroupKFold best-of-10
-# 0.9475 against 0.9520, leave-one-family-out 0.977 against 0.991; BENCHMARKS.md), so the family keeps that procedure.
+# designed on the triton family's dev CV and, on this family's held-out figures, measured below the single objective
+# picked by inner CV (GroupKFold best-of-10 0.9475 against 0.9520, leave-one-family-out 0.977 against 0.991;
+# BENCHMARKS.md), so the family keeps that procedure.
 # The 9 training grades and the near-best re-ranker were chosen on the triton family's dev CV too; the family keeps
 # the 6 grades and the single model its shipped model and report were made with. The busiest-program features
 # (CRIT_FEATURES) model autoheur's own grid, not Inductor's template, and lowered this family's held-out GroupKFold
