@@ -160,6 +160,9 @@ class XGBRankerModel(_Boosted):
     # Features this model does not use: zeroed in fit and predict (a constant column is never split on). For a
     # kernel family whose schedule a feature does not describe (FAMILY_PARAMS), and for ablations (dev_cv.py).
     ignore_features: tuple[str, ...] = ()
+    # Per-query weights in every LambdaMART fit (members and re-ranker): (feature, weight) pairs; a problem whose
+    # feature is nonzero (e.g. "layout_2d2d") counts `weight` times in the loss. () weighs every problem alike.
+    query_weights: tuple[tuple[str, float], ...] = ()
 
     def _masked(self, X: np.ndarray) -> np.ndarray:
         ignored = getattr(self, "ignore_features", ())  # models pickled before the field have none
@@ -171,8 +174,14 @@ class XGBRankerModel(_Boosted):
 
     def fit(self, train: RankingSet) -> XGBRankerModel:
         unknown = sorted(set(self.ignore_features) - set(FEATURE_NAMES))
+        weighted = getattr(self, "query_weights", ())
+        unknown += sorted({f for f, _ in weighted} - set(FEATURE_NAMES))
+        if any(not w > 0 for _, w in weighted):
+            raise ValueError(f"query_weights={weighted!r}: every weight must be positive")
         if unknown:
-            raise ValueError(f"ignore_features names unknown features {unknown}; see autoheur.features.FEATURE_NAMES")
+            raise ValueError(
+                f"ignore_features / query_weights name unknown features {unknown}; see autoheur.features.FEATURE_NAMES"
+            )
         train = RankingSet(train.frame, self._masked(train.X), train.device)
         check_thresholds(self.relevance)
         self._check_rerank()
@@ -312,8 +321,21 @@ class XGBRankerModel(_Boosted):
             n_jobs=self.n_jobs if n_jobs is None else n_jobs,
         )
         qid = pd.factorize(sub.frame["problem_id"], sort=False)[0]
-        model.fit(sub.X, self.labels(sub.frame) if labels is None else labels, qid=qid)
+        model.fit(
+            sub.X, self.labels(sub.frame) if labels is None else labels, qid=qid, sample_weight=self._weights(sub, qid)
+        )
         return self._predict_threads(model)
+
+    def _weights(self, sub: RankingSet, qid: np.ndarray) -> np.ndarray | None:
+        """One weight per query (in qid order, as XGBoost's ranker takes them), or None when all are 1."""
+        weighted = getattr(self, "query_weights", ())  # models pickled before the field have none
+        if not weighted:
+            return None
+        first = np.unique(qid, return_index=True)[1]  # a query's first row (its problem features are on every row)
+        w = np.ones(len(first))
+        for feature, weight in weighted:
+            w[sub.X[first, FEATURE_NAMES.index(feature)] != 0] *= weight
+        return w
 
     def labels(self, frame: pd.DataFrame) -> np.ndarray:
         """Training labels of dataset rows (their rel_time and status) under this model's `relevance` thresholds."""

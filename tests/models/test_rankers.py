@@ -365,3 +365,33 @@ def _zero(X: np.ndarray, cols: list[int]) -> np.ndarray:
     X = X.copy()
     X[:, cols] = 0.0
     return X
+
+
+def test_query_weights_weigh_each_problem_by_its_features(h100_slice, monkeypatch):
+    """query_weights gives XGBoost one weight per query, in query order: the product of the weights of the features
+    that are nonzero for that problem; without them no weight is passed; bad weights and names are refused."""
+    import xgboost as xgb
+
+    from autoheur.features import FEATURE_NAMES
+
+    seen = []
+    real = xgb.XGBRanker.fit
+    monkeypatch.setattr(
+        xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(kw.get("sample_weight")) or real(self, X, y, **kw)
+    )
+    train = h100_slice.subset(h100_slice.problems[:12])
+    col = FEATURE_NAMES.index("a_k_major")
+    per_problem = pd.Series(train.X[:, col] != 0).groupby(train.frame["problem_id"].to_numpy(), sort=False).first()
+    assert per_problem.any() and not per_problem.all(), "the slice must mix both values, or this checks nothing"
+    kw = dict(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1, rerank_top=8)
+    XGBRankerModel(**kw, query_weights=(("a_k_major", 3.0), ("layout_3d3d", 5.0))).fit(train)
+    assert len(seen) == 2  # the member and the re-ranker, each weighted
+    for w in seen:
+        np.testing.assert_array_equal(w, np.where(per_problem.to_numpy(), 3.0, 1.0))  # no 3D x 3D in the slice
+    seen.clear()
+    XGBRankerModel(**kw).fit(train)
+    assert seen == [None, None]
+    with pytest.raises(ValueError, match="positive"):
+        XGBRankerModel(**kw, query_weights=(("a_k_major", 0.0),)).fit(train)
+    with pytest.raises(ValueError, match="unknown features"):
+        XGBRankerModel(**kw, query_weights=(("no_such_feature", 2.0),)).fit(train)
