@@ -178,6 +178,8 @@ class XGBRankerModel(_Boosted):
         unknown += sorted({f for f, _ in weighted} - set(FEATURE_NAMES))
         if any(not w > 0 for _, w in weighted):
             raise ValueError(f"query_weights={weighted!r}: every weight must be positive")
+        if {f for f, _ in weighted} & set(self.ignore_features):  # an ignored column is zeroed: it would weigh nothing
+            raise ValueError("query_weights names a feature that ignore_features zeroes; weigh by another feature")
         if unknown:
             raise ValueError(
                 f"ignore_features / query_weights name unknown features {unknown}; see autoheur.features.FEATURE_NAMES"

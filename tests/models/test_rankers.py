@@ -395,3 +395,5 @@ def test_query_weights_weigh_each_problem_by_its_features(h100_slice, monkeypatc
         XGBRankerModel(**kw, query_weights=(("a_k_major", 0.0),)).fit(train)
     with pytest.raises(ValueError, match="unknown features"):
         XGBRankerModel(**kw, query_weights=(("no_such_feature", 2.0),)).fit(train)
+    with pytest.raises(ValueError, match="ignore_features zeroes"):
+        XGBRankerModel(**kw, query_weights=(("a_k_major", 2.0),), ignore_features=("a_k_major",)).fit(train)
