@@ -173,17 +173,7 @@ class XGBRankerModel(_Boosted):
         return X
 
     def fit(self, train: RankingSet) -> XGBRankerModel:
-        unknown = sorted(set(self.ignore_features) - set(FEATURE_NAMES))
-        weighted = getattr(self, "query_weights", ())
-        unknown += sorted({f for f, _ in weighted} - set(FEATURE_NAMES))
-        if any(not w > 0 for _, w in weighted):
-            raise ValueError(f"query_weights={weighted!r}: every weight must be positive")
-        if {f for f, _ in weighted} & set(self.ignore_features):  # an ignored column is zeroed: it would weigh nothing
-            raise ValueError("query_weights names a feature that ignore_features zeroes; weigh by another feature")
-        if unknown:
-            raise ValueError(
-                f"ignore_features / query_weights name unknown features {unknown}; see autoheur.features.FEATURE_NAMES"
-            )
+        self._check_features()
         train = RankingSet(train.frame, self._masked(train.X), train.device)
         check_thresholds(self.relevance)
         self._check_rerank()
@@ -228,6 +218,18 @@ class XGBRankerModel(_Boosted):
         per = max(1, cores // len(jobs))
         with ThreadPoolExecutor(len(jobs)) as pool:
             return [f.result() for f in [pool.submit(job, per) for job in jobs]]
+
+    def _check_features(self) -> None:
+        weighted = {f for f, _ in self.query_weights}
+        unknown = sorted(set(self.ignore_features) - set(FEATURE_NAMES)) + sorted(weighted - set(FEATURE_NAMES))
+        if any(not w > 0 for _, w in self.query_weights):
+            raise ValueError(f"query_weights={self.query_weights!r}: every weight must be positive")
+        if weighted & set(self.ignore_features):  # an ignored column is zeroed: it would weigh nothing
+            raise ValueError("query_weights names a feature that ignore_features zeroes; weigh by another feature")
+        if unknown:
+            raise ValueError(
+                f"ignore_features / query_weights name unknown features {unknown}; see autoheur.features.FEATURE_NAMES"
+            )
 
     def _check_rerank(self) -> None:
         if self.rerank_top < 0:
@@ -330,12 +332,11 @@ class XGBRankerModel(_Boosted):
 
     def _weights(self, sub: RankingSet, qid: np.ndarray) -> np.ndarray | None:
         """One weight per query (in qid order, as XGBoost's ranker takes them), or None when all are 1."""
-        weighted = getattr(self, "query_weights", ())  # models pickled before the field have none
-        if not weighted:
+        if not self.query_weights:  # only fit calls this, so a model pickled before the field never gets here
             return None
         first = np.unique(qid, return_index=True)[1]  # a query's first row (its problem features are on every row)
         w = np.ones(len(first))
-        for feature, weight in weighted:
+        for feature, weight in self.query_weights:
             w[sub.X[first, FEATURE_NAMES.index(feature)] != 0] *= weight
         return w
 
