@@ -10,6 +10,9 @@ the top 10), plus where the oracle ranked when it missed the top 10.
     python benchmarks/dev_cv.py --data data/nvidia-h200 --aux data/nvidia-h100-80gb-hbm3 --variants base
 
 Variants are named in VARIANTS below; each is a factory of a fresh ranker. Run on the CPU (xgboost).
+`--scores DIR` also writes each run's held-out scores (`DIR/<variant>_seed<seed>.parquet`: per row its problem,
+config, inner fold, time, status and score), so that what is built from a ranking (e.g. how the top 10 is filled)
+can be compared on the dev set without fitting again.
 """
 
 from __future__ import annotations
@@ -134,7 +137,10 @@ def _kind(problem_name: str) -> str:
     return f"sampled/{parts[1]}" if parts[0] == "sampled" else "public"
 
 
-def _run(name: str, seed: int, threads: int | None) -> dict:
+SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status", "score", "inner_fold"]
+
+
+def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
     dev, n_inner, aux, outer_test = _DEV
     model_name = name
@@ -147,7 +153,7 @@ def _run(name: str, seed: int, threads: int | None) -> dict:
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
     frames = []
-    for tr, te in inner:
+    for fold, (tr, te) in enumerate(inner):
         model = VARIANTS[model_name](seed)
         if threads is not None:
             model.n_jobs = threads
@@ -156,8 +162,11 @@ def _run(name: str, seed: int, threads: int | None) -> dict:
             train = train.with_auxiliary(aux, leave_out=set(pids[te]) | set(outer_test))
         model.fit(train)
         test = dev.subset(pids[te])
-        frames.append(test.frame.assign(score=model.predict(test)))
+        frames.append(test.frame.assign(score=model.predict(test), inner_fold=fold))
     frame = pd.concat(frames, ignore_index=True)
+    if scores_dir:
+        os.makedirs(scores_dir, exist_ok=True)
+        frame[SCORE_COLUMNS].to_parquet(os.path.join(scores_dir, f"{name}_seed{seed}.parquet"), index=False)
     s = summarize(evaluate(frame))
     ranks = oracle_rank(frame)
     missed = ranks[ranks >= 10]
@@ -190,6 +199,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the summaries here as JSON")
     ap.add_argument("--aux", action="append", help="another device's dataset to train on too (autoheur train --aux)")
     ap.add_argument("--jobs", type=int, default=1, help="variant runs in parallel processes (the cores split evenly)")
+    ap.add_argument("--scores", default=None, help="also write each run's held-out scores to this directory")
     args = ap.parse_args(argv)
 
     rs = load_ranking_set(args.data)
@@ -220,7 +230,7 @@ def main(argv=None) -> int:
         threads = max(1, (os.cpu_count() or 1) // args.jobs)
         pool = ProcessPoolExecutor(args.jobs)
         try:
-            futures = {pool.submit(_run, name, seed, threads): i for i, (name, seed) in enumerate(runs)}
+            futures = {pool.submit(_run, name, seed, threads, args.scores): i for i, (name, seed) in enumerate(runs)}
             for fut in as_completed(futures):
                 keep(futures[fut], fut.result())
         except KeyboardInterrupt:
@@ -234,7 +244,7 @@ def main(argv=None) -> int:
         pool.shutdown()
     else:
         for i, (name, seed) in enumerate(runs):
-            keep(i, _run(name, seed, None))
+            keep(i, _run(name, seed, None, args.scores))
     return 0
 
 

@@ -1,0 +1,102 @@
+"""How the top 10 is filled: the ranker's best 10, or its best 10 - h and h "hedge" configs that no ranking picks.
+
+The hedge configs are the first h of the fixed list (the greedy cover of the training problems, the `fixed_list`
+baseline) that the ranker's part leaves out. On the dev set only: the held-out scores that `benchmarks/dev_cv.py
+--scores DIR` writes, each inner fold's list fitted on that fold's training problems (the dev set's other inner
+folds), so nothing here reads a problem that `autoheur eval` reports on, and nothing is fitted again.
+
+    python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base --seeds 0,1 --jobs 2 --scores DIR
+    python benchmarks/list_fill.py DIR/base_seed0.parquet DIR/base_seed1.parquet [--hedges 0,1,2,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+
+from autoheur.models.metrics import USABLE_STATUSES, evaluate, summarize
+from autoheur.models.rankers import EFF_FLOOR
+
+
+def fixed_list(frame: pd.DataFrame, k: int) -> list[str]:
+    """Greedy cover over the problems of `frame`, as `rankers.FixedList` fits it (efficiency = oracle / time, floored
+    at EFF_FLOOR for an unusable config)."""
+    usable = frame["status"].isin(USABLE_STATUSES).to_numpy()
+    t = np.where(usable, frame["median_ms"].to_numpy(dtype=float), np.inf)
+    ok_t = np.where(frame["status"].to_numpy() == "ok", t, np.inf)
+    oracle = pd.Series(ok_t).groupby(frame["problem_id"].to_numpy()).transform("min").to_numpy()
+    eff = np.maximum(oracle / t, EFF_FLOOR)
+    wide = pd.DataFrame({"p": frame["problem_id"].to_numpy(), "c": frame["config_id"].to_numpy(), "e": eff})
+    wide = wide.pivot_table(index="p", columns="c", values="e", aggfunc="first", fill_value=EFF_FLOOR)
+    L, configs = np.log(wide.to_numpy(dtype=float)), list(wide.columns)
+    chosen: list[int] = []
+    best = np.full(L.shape[0], np.log(EFF_FLOOR))
+    for _ in range(min(k, L.shape[1])):
+        gain = np.maximum(L, best[:, None]).sum(axis=0)
+        gain[chosen] = -np.inf
+        j = int(np.argmax(gain))
+        chosen.append(j)
+        best = np.maximum(best, L[:, j])
+    return [configs[j] for j in chosen]
+
+
+def hedged(frame: pd.DataFrame, lists: dict[int, list[str]], h: int, k: int = 10) -> np.ndarray:
+    """Scores whose top k is the ranker's best k - h, then the first h configs of the problem's inner-fold list
+    not among them (the ranker's next where the list runs out); below those, the ranker's order."""
+    out = frame["score"].to_numpy(dtype=float).copy()
+    if h == 0:
+        return out
+    cids = frame["config_id"].to_numpy()
+    folds = frame["inner_fold"].to_numpy()
+    for idx in frame.groupby("problem_id", sort=False).indices.values():
+        s = out[idx]
+        order = idx[np.argsort(-s, kind="stable")]
+        lead = list(order[: k - h])
+        taken = set(cids[lead])
+        hedge = [i for c in lists[int(folds[idx[0]])] if c not in taken for i in idx[cids[idx] == c]][:h]
+        front = set(lead) | set(hedge)
+        rest = [i for i in order if i not in front]
+        for pos, i in enumerate(lead + hedge + rest):
+            out[i] = -float(pos)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scores", nargs="+", help="parquet files of dev_cv.py --scores")
+    ap.add_argument("--hedges", default="0,1,2,3")
+    ap.add_argument("--list-len", type=int, default=10, help="length of each fold's fixed list")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    rows = []
+    for path in args.scores:
+        frame = pd.read_parquet(path)
+        folds = sorted(frame["inner_fold"].unique())
+        lists = {int(f): fixed_list(frame[frame["inner_fold"] != f], args.list_len) for f in folds}
+        kind = frame.groupby("problem_id", sort=False)["problem_name"].first().str.split("/").str[:2].str.join("/")
+        for h in [int(x) for x in args.hedges.split(",")]:
+            pp = evaluate(frame.assign(score=hedged(frame, lists, h)))
+            s = summarize(pp)
+            small = pp["oracle_ms"] < 0.025
+            row = {
+                "scores": path, "hedge": h,
+                "best10": [round(s[f"eff_best10_{q}"], 4) for q in ("geomean", "p10", "min")],
+                "hit": round(s["oracle_in_top10"], 4),
+                "under_0.95": int((pp["eff_best10"] < 0.95).sum()),
+                "under_0.97": int((pp["eff_best10"] < 0.97).sum()),
+                "min_from_0.025ms": round(float(pp.loc[~small, "eff_best10"].min()), 4),
+                "hit_2d2d": round(float(pp["oracle_in_top10"][kind.reindex(pp.index) == "sampled/2d2d"].mean()), 4),
+            }  # fmt: skip
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
