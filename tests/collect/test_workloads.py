@@ -26,6 +26,7 @@ from autoheur.collect.workloads import (
 )
 from autoheur.kernels.validate import validate
 from autoheur.problem import Problem
+from tests.conftest import DEVICE
 
 TOY = {
     "models": {
@@ -272,7 +273,7 @@ def test_sampled_problems_extents_and_caps():
 def test_sampled_problems_build_valid_inputs(layout):
     for p in sampled_problems(4, seed=3, layouts=(layout,), dtypes=ALL_DTYPES):
         q = p.shrunk()
-        a, b, offs = q.make_inputs("cpu")
+        a, b, offs = q.make_inputs(DEVICE)
         call = validate(a, b, offs)
         assert call.ragged == p.ragged
         assert call.groups == q.groups
@@ -289,10 +290,10 @@ def test_the_twin_keeps_what_triton_specializes_on(layout, majors, sizes):
     p = Problem(layout=layout, groups=len(sizes), sizes=sizes, m=40, n=24, k=24, dtype="float32", a_major=majors[0],
                 b_major=majors[1])  # fmt: skip
     try:
-        real = validate(*p.make_inputs("cpu"))
+        real = validate(*p.make_inputs(DEVICE))
     except ValueError:
         pytest.skip("not a valid problem for these majors")
-    twin = validate(*p.shrunk().make_inputs("cpu"))
+    twin = validate(*p.shrunk().make_inputs(DEVICE))
     assert twin.signature == real.signature
     for x, y in zip((*real.a_strides, *real.b_strides, *real.c_strides), (*twin.a_strides, *twin.b_strides,
                                                                             *twin.c_strides), strict=True):  # fmt: skip
@@ -375,7 +376,7 @@ def test_the_twin_takes_the_kernel_path_of_the_problem(groups):
 
     sizes = tuple((i * 7) % 5 for i in range(groups))
     p = Problem(layout="2d3d", groups=groups, sizes=sizes, m=40, n=24, k=24, dtype="float32")
-    real, twin = validate(*p.make_inputs("cpu")), validate(*p.shrunk().make_inputs("cpu"))
+    real, twin = validate(*p.make_inputs(DEVICE)), validate(*p.shrunk().make_inputs(DEVICE))
     assert twin.groups <= 4 or (groups > 256 and twin.groups == 257)
     for cfg in (KernelConfig(32, 32, 32, 3, 4, load="tma"), KernelConfig(32, 32, 32, 3, 4)):
         assert launch_args(twin, cfg)[2] == launch_args(real, cfg)[2]
