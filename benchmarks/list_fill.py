@@ -1,12 +1,15 @@
-"""How the top 10 is filled: the ranker's best 10, or its best 10 - h and h "hedge" configs that no ranking picks.
+"""How the top 10 is filled: the ranker's best 10, its best 10 - h and h "hedge" configs, or a capped tile count.
 
-The hedge configs are the first h of the fixed list (the greedy cover of the training problems, the `fixed_list`
-baseline) that the ranker's part leaves out. On the dev set only: the held-out scores that `benchmarks/dev_cv.py
---scores DIR` writes, each inner fold's list fitted on that fold's training problems (the dev set's other inner
-folds), so nothing here reads a problem that `autoheur eval` reports on, and nothing is fitted again.
+Hedge (`--hedges`): the hedge configs are the first h of the fixed list (the greedy cover of the training problems,
+the `fixed_list` baseline) that the ranker's part leaves out. Tile cap (`--tile-caps`): the ranker's order, skipping
+a config while c of the list already share its output tile (block_m, block_n), so that the 10 span more tiles.
+
+On the dev set only: the held-out scores that `benchmarks/dev_cv.py --scores DIR` writes, each inner fold's list
+fitted on that fold's training problems (the dev set's other inner folds), so nothing here reads a problem that
+`autoheur eval` reports on, and nothing is fitted again.
 
     python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base --seeds 0,1 --jobs 2 --scores DIR
-    python benchmarks/list_fill.py DIR/base_seed0.parquet DIR/base_seed1.parquet [--hedges 0,1,2,3]
+    python benchmarks/list_fill.py DIR/base_seed0.parquet DIR/base_seed1.parquet [--hedges 0,1,2,3] [--tile-caps 3,4]
 """
 
 from __future__ import annotations
@@ -64,10 +67,30 @@ def hedged(frame: pd.DataFrame, lists: dict[int, list[str]], h: int, k: int = 10
     return out
 
 
+def tile_capped(frame: pd.DataFrame, cap: int, k: int = 10) -> np.ndarray:
+    """Scores whose top k is the ranker's order with at most `cap` configs per output tile; the rest below it."""
+    out = frame["score"].to_numpy(dtype=float).copy()
+    tiles = frame["config_id"].str.extract(r"^m(\d+)n(\d+)").agg("x".join, axis=1).to_numpy()
+    for idx in frame.groupby("problem_id", sort=False).indices.values():
+        order = idx[np.argsort(-out[idx], kind="stable")]
+        lead, count = [], {}
+        for i in order:
+            if count.get(tiles[i], 0) < cap:
+                lead.append(i)
+                count[tiles[i]] = count.get(tiles[i], 0) + 1
+                if len(lead) == k:
+                    break
+        front = set(lead)
+        for pos, i in enumerate(lead + [i for i in order if i not in front]):
+            out[i] = -float(pos)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scores", nargs="+", help="parquet files of dev_cv.py --scores")
     ap.add_argument("--hedges", default="0,1,2,3")
+    ap.add_argument("--tile-caps", default="", help="e.g. 3,4,5 (empty: none)")
     ap.add_argument("--list-len", type=int, default=10, help="length of each fold's fixed list")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -77,12 +100,15 @@ def main(argv=None) -> int:
         folds = sorted(frame["inner_fold"].unique())
         lists = {int(f): fixed_list(frame[frame["inner_fold"] != f], args.list_len) for f in folds}
         kind = frame.groupby("problem_id", sort=False)["problem_name"].first().str.split("/").str[:2].str.join("/")
-        for h in [int(x) for x in args.hedges.split(",")]:
-            pp = evaluate(frame.assign(score=hedged(frame, lists, h)))
+        ways = [("hedge", int(x)) for x in args.hedges.split(",") if x]
+        ways += [("tile_cap", int(x)) for x in args.tile_caps.split(",") if x]
+        for way, h in ways:
+            score = hedged(frame, lists, h) if way == "hedge" else tile_capped(frame, h)
+            pp = evaluate(frame.assign(score=score))
             s = summarize(pp)
             small = pp["oracle_ms"] < 0.025
             row = {
-                "scores": path, "hedge": h,
+                "scores": path, way: h,
                 "best10": [round(s[f"eff_best10_{q}"], 4) for q in ("geomean", "p10", "min")],
                 "hit": round(s["oracle_in_top10"], 4),
                 "under_0.95": int((pp["eff_best10"] < 0.95).sum()),
