@@ -160,3 +160,35 @@ def test_eager_benchmark_saves_the_public_oracles(tmp_path, monkeypatch):
     saved = json.loads((tmp_path / "o.json").read_text())
     assert saved["device"] == "NVIDIA H100 80GB HBM3" and saved["data"] == data
     assert list(saved["oracles"]) == ids and saved["oracles"][ids[3]] == ["cfg3", pytest.approx(0.4)]
+
+
+@pytest.fixture(scope="module")
+def list_fill():
+    spec = importlib.util.spec_from_file_location("list_fill_benchmark", ROOT / "benchmarks" / "list_fill.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fixed_list_is_the_greedy_cover(list_fill):
+    """Hand-computed. Efficiencies: p: a 1, b 1/1.1, c 1/4; q: a 1/3, b 1/2, c 1. Sums of logs: a -1.10, b -0.79,
+    c -1.39, so b first; then a adds max(.) over (b): -0.69 in all, c -0.10: c second."""
+    f = frame({"p": [1.0, 1.1, 4.0], "q": [3.0, 2.0, 1.0]}).replace({"c0": "a", "c1": "b", "c2": "c"})
+    assert list_fill.fixed_list(f, 1) == ["b"]
+    assert list_fill.fixed_list(f, 2) == ["b", "c"]
+
+
+def test_hedge_takes_the_last_slots_and_skips_what_the_ranker_holds(list_fill):
+    ids = [f"c{i}" for i in range(12)]
+    f = pd.DataFrame({"problem_id": "p", "config_id": ids, "score": np.arange(12, 0, -1.0), "inner_fold": 0})
+    lists = {0: ["c3", "c11", "c10"]}  # c3 is already among the ranker's best 8
+    top = f["config_id"].to_numpy()[np.argsort(-list_fill.hedged(f, lists, 2), kind="stable")][:10].tolist()
+    assert top == [f"c{i}" for i in range(8)] + ["c11", "c10"]
+    assert (list_fill.hedged(f, lists, 0) == f["score"].to_numpy()).all()
+
+
+def test_tile_cap_skips_a_full_tile(list_fill):
+    ids = ["m64n64k32s2w4g1-ptr", "m64n64k64s2w4g1-ptr", "m64n64k32s3w4g1-tma", "m128n64k32s2w4g1-ptr"]
+    f = pd.DataFrame({"problem_id": "p", "config_id": ids, "score": [4.0, 3.0, 2.0, 1.0]})
+    order = f["config_id"].to_numpy()[np.argsort(-list_fill.tile_capped(f, 2, k=3), kind="stable")].tolist()
+    assert order == [ids[0], ids[1], ids[3], ids[2]]  # the third 64x64 config waits until the list is full
