@@ -16,34 +16,24 @@ from __future__ import annotations
 
 import argparse
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from autoheur.models.metrics import USABLE_STATUSES, evaluate, summarize
-from autoheur.models.rankers import EFF_FLOOR
+from autoheur.models.rankers import FixedList
 
 
 def fixed_list(frame: pd.DataFrame, k: int) -> list[str]:
-    """Greedy cover over the problems of `frame`, as `rankers.FixedList` fits it (efficiency = oracle / time, floored
-    at EFF_FLOOR for an unusable config)."""
+    """The `fixed_list` baseline's list fitted on the problems of `frame`: `rankers.FixedList` itself, given each
+    row's time over its problem's oracle as `RankingSet` computes it (unusable rows: inf)."""
     usable = frame["status"].isin(USABLE_STATUSES).to_numpy()
     t = np.where(usable, frame["median_ms"].to_numpy(dtype=float), np.inf)
     ok_t = np.where(frame["status"].to_numpy() == "ok", t, np.inf)
     oracle = pd.Series(ok_t).groupby(frame["problem_id"].to_numpy()).transform("min").to_numpy()
-    eff = np.maximum(oracle / t, EFF_FLOOR)
-    wide = pd.DataFrame({"p": frame["problem_id"].to_numpy(), "c": frame["config_id"].to_numpy(), "e": eff})
-    wide = wide.pivot_table(index="p", columns="c", values="e", aggfunc="first", fill_value=EFF_FLOOR)
-    L, configs = np.log(wide.to_numpy(dtype=float)), list(wide.columns)
-    chosen: list[int] = []
-    best = np.full(L.shape[0], np.log(EFF_FLOOR))
-    for _ in range(min(k, L.shape[1])):
-        gain = np.maximum(L, best[:, None]).sum(axis=0)
-        gain[chosen] = -np.inf
-        j = int(np.argmax(gain))
-        chosen.append(j)
-        best = np.maximum(best, L[:, j])
-    return [configs[j] for j in chosen]
+    rows = SimpleNamespace(frame=frame.assign(rel_time=t / oracle))  # FixedList reads only the frame
+    return FixedList(k).fit(rows).list_
 
 
 def hedged(frame: pd.DataFrame, lists: dict[int, list[str]], h: int, k: int = 10) -> np.ndarray:
