@@ -14,12 +14,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def retest():
-    spec = importlib.util.spec_from_file_location("retest_benchmark", ROOT / "benchmarks" / "retest.py")
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def retest():
+    return _load("retest")
 
 
 def frame(times: dict[str, list[float]], statuses: dict[str, list[str]] | None = None) -> pd.DataFrame:
@@ -76,9 +80,7 @@ def test_headroom_variant_kernel_computes_the_grouped_gemm(subtile, monkeypatch)
     from autoheur.kernels import KernelConfig, reference_grouped_mm, relative_error, validate
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location("kernel_headroom", ROOT / "benchmarks" / "kernel_headroom.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _load("kernel_headroom")
     gen = torch.Generator().manual_seed(0)
     sizes, n, k = (5, 0, 19, 8), 48, 40
     a = torch.randn(sum(sizes), k, generator=gen).half()
@@ -101,9 +103,7 @@ def test_headroom_flat_variant_computes_the_grouped_gemm(flatten, monkeypatch):
     from autoheur.kernels import KernelConfig, reference_grouped_mm, relative_error, validate
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location("kernel_headroom", ROOT / "benchmarks" / "kernel_headroom.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _load("kernel_headroom")
     gen = torch.Generator().manual_seed(0)
     sizes, n, k = (5, 0, 19, 8, 33), 40, 48
     a = torch.randn(sum(sizes), k, generator=gen).half()
@@ -113,13 +113,6 @@ def test_headroom_flat_variant_computes_the_grouped_gemm(flatten, monkeypatch):
     out = torch.full(call.out_shape, float("nan"), dtype=torch.float16)
     got = mod.run_flat(call, KernelConfig(16, 32, 16 * 2, 2, 2, group_m=8), flatten, out)
     assert relative_error(got, reference_grouped_mm(a, b, offs)) < 1e-2
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_geomean_and_its_nan_cases():
@@ -164,10 +157,7 @@ def test_eager_benchmark_saves_the_public_oracles(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def list_fill():
-    spec = importlib.util.spec_from_file_location("list_fill_benchmark", ROOT / "benchmarks" / "list_fill.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _load("list_fill")
 
 
 def test_fixed_list_is_the_greedy_cover(list_fill):
