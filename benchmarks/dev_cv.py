@@ -11,8 +11,8 @@ the top 10), plus where the oracle ranked when it missed the top 10.
 
 Variants are named in VARIANTS below; each is a factory of a fresh ranker. Run on the CPU (xgboost).
 `--scores DIR` also writes each run's held-out scores (`DIR/<variant>_seed<seed>.parquet`: per row its problem,
-config, inner fold, time, status and score), so that what is built from a ranking (e.g. how the top 10 is filled)
-can be compared on the dev set without fitting again.
+config, inner fold, time, status, time over the oracle and score), so that what is built from a ranking (e.g. how
+the top 10 is filled) can be compared on the dev set without fitting again.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _kind(problem_name: str) -> str:
     return f"sampled/{parts[1]}" if parts[0] == "sampled" else "public"
 
 
-SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status", "score", "inner_fold"]
+SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status", "rel_time", "score", "inner_fold"]
 
 
 def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None) -> dict:

@@ -21,19 +21,22 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from autoheur.models.metrics import USABLE_STATUSES, evaluate, summarize
+from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import FixedList
 
 
 def fixed_list(frame: pd.DataFrame, k: int) -> list[str]:
-    """The `fixed_list` baseline's list fitted on the problems of `frame`: `rankers.FixedList` itself, given each
-    row's time over its problem's oracle as `RankingSet` computes it (unusable rows: inf)."""
-    usable = frame["status"].isin(USABLE_STATUSES).to_numpy()
-    t = np.where(usable, frame["median_ms"].to_numpy(dtype=float), np.inf)
-    ok_t = np.where(frame["status"].to_numpy() == "ok", t, np.inf)
-    oracle = pd.Series(ok_t).groupby(frame["problem_id"].to_numpy()).transform("min").to_numpy()
-    rows = SimpleNamespace(frame=frame.assign(rel_time=t / oracle))  # FixedList reads only the frame
-    return FixedList(k).fit(rows).list_
+    """The `fixed_list` baseline's list fitted on the problems of `frame`: `rankers.FixedList` itself, which reads
+    only the frame's rows (their `rel_time`, as `RankingSet` computed it)."""
+    return FixedList(k).fit(SimpleNamespace(frame=frame)).list_
+
+
+def _ranked(out: np.ndarray, order: np.ndarray, front: list[int]) -> np.ndarray:
+    """`out` rewritten so that the rows `front` come first, in that order, then the rest of `order` (one problem)."""
+    taken = set(front)
+    for pos, i in enumerate(front + [i for i in order if i not in taken]):
+        out[i] = -float(pos)
+    return out
 
 
 def hedged(frame: pd.DataFrame, lists: dict[int, list[str]], h: int, k: int = 10) -> np.ndarray:
@@ -45,15 +48,11 @@ def hedged(frame: pd.DataFrame, lists: dict[int, list[str]], h: int, k: int = 10
     cids = frame["config_id"].to_numpy()
     folds = frame["inner_fold"].to_numpy()
     for idx in frame.groupby("problem_id", sort=False).indices.values():
-        s = out[idx]
-        order = idx[np.argsort(-s, kind="stable")]
+        order = idx[np.argsort(-out[idx], kind="stable")]
         lead = list(order[: k - h])
         taken = set(cids[lead])
         hedge = [i for c in lists[int(folds[idx[0]])] if c not in taken for i in idx[cids[idx] == c]][:h]
-        front = set(lead) | set(hedge)
-        rest = [i for i in order if i not in front]
-        for pos, i in enumerate(lead + hedge + rest):
-            out[i] = -float(pos)
+        _ranked(out, order, lead + hedge)
     return out
 
 
@@ -70,9 +69,7 @@ def tile_capped(frame: pd.DataFrame, cap: int, k: int = 10) -> np.ndarray:
                 count[tiles[i]] = count.get(tiles[i], 0) + 1
                 if len(lead) == k:
                     break
-        front = set(lead)
-        for pos, i in enumerate(lead + [i for i in order if i not in front]):
-            out[i] = -float(pos)
+        _ranked(out, order, lead)
     return out
 
 
