@@ -426,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="time the whole config space over many problems into a dataset",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
     src = p.add_argument_group("problems")
-    src.add_argument("--workload", default="default", choices=["default", "public", "models", "sampled"])
+    src.add_argument("--workload", default="default", choices=["default", "public", "models", "sampled", "backward"])
     src.add_argument("--count", type=int, default=400, help="problems in the workload")
     src.add_argument("--layouts", default="2d3d", help="comma-separated: 2d3d,3d2d,2d2d,3d3d")
     src.add_argument("--dtypes", default="bfloat16", help="comma-separated: bfloat16,float16")
@@ -526,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_predict)
 
     p = sub.add_parser("tune", help="run-time tuning (predicted top-k) over a problem list, vs exhaustive")
-    p.add_argument("--workload", default="public", choices=["default", "public", "models", "sampled"])
+    p.add_argument("--workload", default="public", choices=["default", "public", "models", "sampled", "backward"])
     p.add_argument("--count", type=int, default=18)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shapes", help="a .jsonl or .csv problem file (see autoheur collect --shapes)")

@@ -15,9 +15,11 @@ problems of a layout and dtype: Triton specializes integer arguments on divisibi
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -216,15 +218,55 @@ def model_grid(models: dict | None = None, max_roofline_ms: float = MAX_MODEL_RO
 
 def model_problems(count: int, seed: int = 0, models: dict | None = None) -> list[Problem]:
     """`count` problems drawn without replacement from `model_grid` (all of it when count >= its size)."""
+    return list(itertools.islice(_model_problem_stream(seed, models), count))
+
+
+def _model_problem_stream(seed: int = 0, models: dict | None = None) -> Iterator[Problem]:
+    """The whole `model_grid` in a seeded random order, each problem built only when it is reached."""
     models = models or load_models()
     grid = model_grid(models)
     gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(grid), generator=gen).tolist()[: min(count, len(grid))]
-    out = []
-    for j in order:
+    for j in torch.randperm(len(grid), generator=gen).tolist():
         name, proj, tokens, routing, ep, tp = grid[j]
-        out.append(model_problem(name, proj, tokens, routing, ep=ep, tp=tp, seed=seed * 100003 + j, models=models))
-    return out
+        yield model_problem(name, proj, tokens, routing, ep=ep, tp=tp, seed=seed * 100003 + j, models=models)
+
+
+# -- the backward of the MoE forward ---------------------------------------------------------------------------------
+
+
+def gradient_problems(forward: Problem) -> tuple[Problem, Problem]:
+    """The two grouped GEMMs that the custom op's autograd (autoheur/inference/op.py) runs for a MoE forward
+    `x [T, K] @ W[g]^T` (2d3d, both operands K-major, W stored [G, N, K]):
+
+      grad_a  dx = dy @ W[g]        2d3d, the same rows, n = K, k = N, W read as stored: B N-contiguous (b_major "n")
+      grad_b  dW[g] = dy_g^T @ x_g  computed as x^T @ dy: 2d2d, m = K, n = N, ragged K = the rows; A = x^T is
+                                    column-major (a_major "m"), B = dy row-major (b_major "n"); the op's output is
+                                    dW^T = [G, K, N], the gradient of the transposed view it was called with
+
+    Names gain "/grad_a" and "/grad_b", so a problem keeps its model family (leave-one-family-out holds out a
+    model's backward with its forward).
+    """
+    if forward.layout != "2d3d" or (forward.a_major, forward.b_major) != ("k", "k"):
+        raise ValueError(f"gradient_problems takes a MoE forward (2d3d, a_major 'k', b_major 'k'), got {forward}")
+    common = dict(groups=forward.groups, sizes=forward.sizes, dtype=forward.dtype)
+    grad_a = Problem("2d3d", m=0, n=forward.k, k=forward.n, b_major="n", a_major="k",
+                     name=f"{forward.name}/grad_a", **common)  # fmt: skip
+    grad_b = Problem("2d2d", m=forward.k, n=forward.n, k=0, b_major="n", a_major="m",
+                     name=f"{forward.name}/grad_b", **common)  # fmt: skip
+    return grad_a, grad_b
+
+
+def backward_problems(count: int, seed: int = 0) -> list[Problem]:
+    """The gradient GEMMs (`gradient_problems`) of the public-model grid in `model_problems` order, each forward's
+    two together: `count` of them. No forward problem has these majors (2d3d with W N-contiguous) or these 2d2d
+    shapes. The public problems' own gradients are left out: at 13-116 s of screening each on an H100 (their
+    forwards' collection times), 36 of them would cost as much as about 300 of the grid's."""
+    out: list[Problem] = []
+    for fwd in _model_problem_stream(seed):
+        if len(out) >= count:
+            break
+        out.extend(gradient_problems(fwd))
+    return out[:count]
 
 
 # -- problems sampled beyond the models ------------------------------------------------------------------------------
@@ -285,7 +327,7 @@ def sampled_problems(
 
 # -- the list a collection works through -----------------------------------------------------------------------------
 
-WORKLOADS = ("default", "public", "models", "sampled")
+WORKLOADS = ("default", "public", "models", "sampled", "backward")
 
 
 def workload(
@@ -300,6 +342,7 @@ def workload(
     default: the public problems, then models and sampled problems alternating (about 40% / 60%), for 2D x 3D bf16
              (only when layouts/dtypes include it); the remaining layouts/dtypes get sampled problems
     public:  the 18 public problems; models: the public-model grid; sampled: problems beyond the models
+    backward: the gradient GEMMs of the public-model grid's problems (`backward_problems`)
     """
     for lay in layouts:
         if lay not in LAYOUT_NAMES:
@@ -313,6 +356,8 @@ def workload(
         return model_problems(count, seed)
     if kind == "sampled":
         return sampled_problems(count, seed, layouts, dtypes)
+    if kind == "backward":
+        return backward_problems(count, seed)
     if kind != "default":
         raise ValueError(f"workload {kind!r}; expected one of {WORKLOADS}")
     main = "2d3d" in layouts and "bfloat16" in dtypes

@@ -13,7 +13,9 @@ from autoheur.collect.workloads import (
     MAX_ROOFLINE_MS,
     MAX_ROWS,
     ROUTINGS,
+    backward_problems,
     distribute_rows,
+    gradient_problems,
     load_models,
     model_grid,
     model_problem,
@@ -380,3 +382,60 @@ def test_the_twin_takes_the_kernel_path_of_the_problem(groups):
     assert twin.groups <= 4 or (groups > 256 and twin.groups == 257)
     for cfg in (KernelConfig(32, 32, 32, 3, 4, load="tma"), KernelConfig(32, 32, 32, 3, 4)):
         assert launch_args(twin, cfg)[2] == launch_args(real, cfg)[2]
+
+
+# -- the backward of the MoE forward ---------------------------------------------------------------------------------
+
+
+def _backward_calls(fwd: Problem):
+    """The two calls the custom op's autograd makes for `fwd` (autoheur/inference/op.py `_backward`), validated: the
+    operands built exactly as it builds them, from the forward's own inputs and an output gradient."""
+    a, b, offs = fwd.make_inputs(DEVICE)
+    dc = torch.randn(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
+    t = lambda x: x.transpose(-1, -2)  # noqa: E731
+    return validate(dc, t(b), offs), validate(t(a), dc, offs)
+
+
+@pytest.mark.parametrize("sizes", [(24, 0, 40), (16, 16, 16, 16), (3, 5)])
+def test_gradient_problems_are_the_calls_the_op_backward_makes(sizes):
+    """Each gradient problem validates to the same call as the backward's real operands: layout, extents, majors as
+    the kernel sees them (the constexprs), TMA legality, output shape."""
+    fwd = Problem("2d3d", len(sizes), sizes, 0, 48, 32, "float32", name="toy/gate_up/t8")
+    for real, grad in zip(_backward_calls(fwd), gradient_problems(fwd), strict=True):
+        mine = validate(*grad.make_inputs(DEVICE))
+        fields = ("ragged", "groups", "m", "n", "k", "ragged_total", "a_k_contig", "b_n_contig", "tma_aligned",
+                  "out_shape")  # fmt: skip
+        assert {f: getattr(mine, f) for f in fields} == {f: getattr(real, f) for f in fields}
+        assert grad.signature() == real.signature
+    grad_a, grad_b = gradient_problems(fwd)
+    assert (grad_a.layout, grad_a.b_major, grad_b.layout, grad_b.a_major) == ("2d3d", "n", "2d2d", "m")
+    assert grad_a.name == "toy/gate_up/t8/grad_a" and grad_b.name == "toy/gate_up/t8/grad_b"
+    assert grad_a.flops() == grad_b.flops() == fwd.flops()
+
+
+@pytest.mark.parametrize(
+    "fwd",
+    [
+        Problem("2d2d", 2, (3, 5), 16, 16, 0, a_major="m", b_major="n"),
+        Problem("2d3d", 2, (3, 5), 0, 16, 16, b_major="n"),
+        Problem("3d3d", 2, (), 16, 16, 16),
+    ],
+)
+def test_gradient_problems_take_only_a_moe_forward(fwd):
+    with pytest.raises(ValueError, match="takes a MoE forward"):
+        gradient_problems(fwd)
+
+
+def test_backward_workload():
+    """The model grid's forwards in model_problems order, each followed by its two gradients; any prefix is the same
+    list; each problem keeps its forward's family (the first part of its name)."""
+    w = workload("backward", 41)
+    assert w == backward_problems(41) and len(w) == 41 and workload("backward", 10) == w[:10]
+    fwds = model_problems(21)
+    for i, p in enumerate(w):
+        expected = gradient_problems(fwds[i // 2])[i % 2]
+        assert p == expected and p.name == expected.name
+        assert p.name.split("/")[0] == fwds[i // 2].name.split("/")[0]
+    assert len({problem_id(p) for p in w}) == 41
+    assert {(p.layout, p.a_major, p.b_major) for p in w} == {("2d3d", "k", "n"), ("2d2d", "m", "n")}
+    assert workload("backward", 6, seed=2) != workload("backward", 6)

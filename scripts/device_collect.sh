@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One call of the lent GPU machine that grows a dataset (BENCHMARKS.md, Collection):
+#   1. `autoheur collect ARGS --out DIR` until about 2 minutes before the call's end,
+#   2. `autoheur data refine DIR`, then `autoheur data polish DIR`, in the time left (both resumable, so what a call
+#      leaves the next one does),
+#   3. `autoheur data pack DIR`, then DIR (and the call's log) to $OUT as one tarball.
+# DIR belongs under the ignored .cache/ (with Triton's cache beside it): a warm machine keeps both between calls, and
+# on a fresh one the collection starts DIR afresh; nothing collected is lost, since each call returns all of DIR.
+#
+#   scripts/device_collect.sh DIR SECONDS COLLECT_ARGS...
+#   e.g. scripts/device_collect.sh .cache/bwd 560 --workload backward --count 400 --reps 3
+set -u
+DIR=$1
+END=$(($(date +%s) + $2))
+shift 2
+export TRITON_CACHE_DIR=$PWD/.cache/triton PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+left() { echo $((END - $(date +%s))); }
+step() {  # step SECONDS_TO_KEEP_FOR_LATER ARGS...: run `autoheur ARGS --time-limit T` with T = what is left minus that
+    local keep=$1
+    shift
+    local t=$(($(left) - keep))
+    if [ "$t" -lt 15 ]; then
+        echo "skipped (no time left): autoheur $*"
+        return 0
+    fi
+    echo "== autoheur $* --time-limit $t"
+    timeout -s INT $((t + 20)) python3 -m autoheur.cli "$@" --time-limit "$t"
+    echo "== exit $?, $(left) s left"
+}
+{
+    nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
+    step 120 collect "$@" --out "$DIR"
+    step 50 data refine "$DIR"
+    step 20 data polish "$DIR"
+    python3 -m autoheur.cli data pack "$DIR"
+    python3 -m autoheur.cli data info "$DIR"
+} 2>&1 | tee "$OUT/device_collect.log"
+tar czf "$OUT/dataset.tgz" -C "$(dirname "$DIR")" "$(basename "$DIR")"
+ls -la "$OUT"
