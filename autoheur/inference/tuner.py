@@ -213,8 +213,13 @@ class Tuner:
         model = self.model(call.device.name)
         want = 1 if mode == "off" else k
         if model is not None:
-            picks = [c for c, _ in model.top_k(problem_of(call), want, device=_fingerprint(call, model))]
-            return [c for c in picks if c.config_id in ok], f"model {model.meta.get('model')} top-{want}"
+            problem, device = problem_of(call), _fingerprint(call, model)
+            picks = [c for c, _ in model.top_k(problem, want, device=device)]
+            source = f"model {model.meta.get('model')} top-{want}"
+            outside = model.extrapolation(problem, device)
+            if outside:  # said in the tuning's log line: the model never saw such a problem
+                source += f", extrapolating on {'; '.join(outside)}"
+            return [c for c in picks if c.config_id in ok], source
         from autoheur.models.artifact import fallback_list
 
         picks = [KernelConfig.from_id(c) for c in fallback_list() if c in ok][:want]

@@ -83,12 +83,16 @@ class TrainedModel:
         from autoheur.features import problem_config_matrix
         from autoheur.features.core import N_PROBLEM
 
+        out = []
+        kinds = self.meta.get("problem_kinds")  # models trained before it was recorded: ranges only
+        kind = problem_kind(problem)
+        if kinds is not None and list(kind) not in kinds:
+            out.append("{} {} with A {}-major and B {}-major (never trained on this operand layout)".format(*kind))
         ranges = self.meta.get("problem_ranges")
         if not ranges:
-            return []
+            return out
         device = device or self.device
         x = problem_config_matrix(problem, self.candidates(problem, device)[:1], device)[0, :N_PROBLEM]
-        out = []
         for name, v in zip(FEATURE_NAMES[:N_PROBLEM], x.tolist(), strict=True):
             lo, hi = ranges[name]
             if v < lo - 1e-6 or v > hi + 1e-6:
@@ -172,6 +176,20 @@ def problem_ranges(train) -> dict[str, list[float]]:
     return {n: [float(P[:, j].min()), float(P[:, j].max())] for j, n in enumerate(FEATURE_NAMES[:N_PROBLEM])}
 
 
+def problem_kind(problem) -> tuple[str, str, str, str]:
+    """(layout, dtype, a_major, b_major): what decides the kernel's code path and its compiled binaries."""
+    return (problem.layout, problem.dtype, problem.a_major, problem.b_major)
+
+
+def problem_kinds(train) -> list[list[str]]:
+    """The `problem_kind`s of the training problems. Inference says when a problem's is not among them, which the
+    features' ranges alone do not show: a 2D x 3D call with W N-contiguous (the backward's dA) had every problem
+    feature inside the ranges of the 2D x 3D and 2D x 2D problems, and the model had never seen one (its oracle
+    was in the top 10 for 34% of them; BENCHMARKS.md, stop 34)."""
+    f = train.frame.drop_duplicates("problem_id")
+    return [list(k) for k in sorted(set(zip(f["layout"], f["dtype"], f["a_major"], f["b_major"], strict=True)))]
+
+
 def expected_space_hash(family: str) -> str:
     """The config-space hash a model of `family` must carry to match the installed code (and torch, for Inductor)."""
     if family == "inductor":
@@ -195,6 +213,7 @@ def build_meta(
         "family": family,
         "kernel_hash": kernel_hash,  # the kernel source the training timings were taken on
         "problem_ranges": problem_ranges(train),
+        "problem_kinds": problem_kinds(train),
         "model": ranker.name,
         "params": ranker.get_params(),
         "objective": getattr(ranker, "objective_", None),

@@ -6,6 +6,7 @@ checked there too."""
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing as mp
 import warnings
 
@@ -252,6 +253,27 @@ def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
         grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
         grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 48), OFFS)
     assert sum("no shipped model" in str(x.message) for x in w) == 1
+
+
+def test_the_tuning_log_line_says_when_the_model_extrapolates(monkeypatch, caplog):
+    class Model:
+        meta = {"model": "stub"}
+        device = {}
+
+        def top_k(self, problem, k, device=None):
+            from autoheur.kernels.config import KernelConfig
+
+            return [(KernelConfig(64, 64, 32, 2, 4), 1.0)]
+
+        def extrapolation(self, problem, device=None):
+            return ["2d3d bfloat16 with A k-major and B n-major (never trained on this operand layout)"]
+
+    monkeypatch.setattr(tuner_mod.Tuner, "model", lambda self, name: Model())
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs, **kw: (cfgs[0], 1.0))
+    with caplog.at_level(logging.INFO, logger="autoheur"):
+        grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    line = next(r.getMessage() for r in caplog.records if "tuned" in r.getMessage())
+    assert "model stub top-2, extrapolating on 2d3d bfloat16 with A k-major and B n-major" in line
 
 
 def test_bad_input_is_refused_before_any_launch(monkeypatch):

@@ -152,6 +152,27 @@ def test_models_of_another_kernel_family_are_kept_apart(trained, tmp_path):
         artifact.TrainedModel.load(tmp_path / "bad.joblib")
 
 
+def test_a_problem_of_an_operand_layout_never_trained_on_is_extrapolation(trained, tmp_path):
+    """Every feature of such a problem can lie inside its training range (the backward's dA, 2D x 3D with W
+    N-contiguous, did beside 2D x 3D and 2D x 2D problems): the recorded kinds say it; a model from before they were
+    recorded says only what its ranges say."""
+    from autoheur.problem import Problem
+
+    model, path = trained
+    loaded = TrainedModel.load(path)
+    kinds = loaded.meta["problem_kinds"]
+    assert kinds == json.loads(path.with_suffix(".json").read_text())["problem_kinds"]
+    assert ["2d3d", "bfloat16", "k", "k"] in kinds  # the mini dataset's first problems are 2D x 3D forwards
+    seen = public_problems()[5]
+    unseen = Problem("2d3d", seen.groups, seen.sizes, 0, seen.n, seen.k, b_major="n", name="dA-like")
+    assert ["2d3d", "bfloat16", "k", "n"] not in kinds
+    assert not any("operand layout" in s for s in loaded.extrapolation(seen))
+    said = loaded.extrapolation(unseen)
+    assert "2d3d bfloat16 with A k-major and B n-major (never trained on this operand layout)" in said
+    older = TrainedModel(loaded.ranker, {k: v for k, v in loaded.meta.items() if k != "problem_kinds"})
+    assert not any("operand layout" in s for s in older.extrapolation(unseen))
+
+
 def test_predict_cli(trained, capsys):
     _, path = trained
     rc = main(["predict", "--groups", "8", "--total", "512", "--routing", "zipf", "--n", "1024", "--k", "2048",
