@@ -7,6 +7,7 @@ Examples:
   autoheur collect --count 400              # the default workload, whole space, into data/<device-slug>
   autoheur collect --workload sampled --layouts 3d2d,2d2d --dtypes float16 --count 50
   autoheur collect --shapes my_shapes.jsonl --gpus all
+  autoheur collect --workload backward --count 400   # the gradient GEMMs of the public models' forwards
   autoheur collect --shard 3/8 --out /scratch/h100-3   # one of 8 machines; then: autoheur data merge ...
   autoheur data info data/                  # rows, problems, devices, coverage of every dataset under data/
   autoheur data merge /scratch/h100-* --into data/nvidia-h100-80gb-hbm3

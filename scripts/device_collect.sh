@@ -17,23 +17,26 @@ export TRITON_CACHE_DIR=$PWD/.cache/triton PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 left() { echo $((END - $(date +%s))); }
-step() {  # step SECONDS_TO_KEEP_FOR_LATER ARGS...: run `autoheur ARGS --time-limit T` with T = what is left minus that
+# step SECONDS_TO_KEEP_FOR_LATER ARGS...: `autoheur ARGS` until what is left minus that. Its --time-limit (no new
+# problem after it) comes 40 s earlier, since a problem started just before it may take 30 s; SIGINT at the end stops
+# one that runs longer, losing only that problem's part, which the next call collects.
+step() {
     local keep=$1
     shift
     local t=$(($(left) - keep))
-    if [ "$t" -lt 15 ]; then
+    if [ "$t" -lt 55 ]; then
         echo "skipped (no time left): autoheur $*"
         return 0
     fi
-    echo "== autoheur $* --time-limit $t"
-    timeout -s INT $((t + 20)) python3 -m autoheur.cli "$@" --time-limit "$t"
+    echo "== autoheur $* --time-limit $((t - 40))"
+    timeout -s INT "$t" python3 -m autoheur.cli "$@" --time-limit $((t - 40))
     echo "== exit $?, $(left) s left"
 }
 {
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
-    step 120 collect "$@" --out "$DIR"
-    step 50 data refine "$DIR"
-    step 20 data polish "$DIR"
+    step 150 collect "$@" --out "$DIR"
+    step 70 data refine "$DIR"
+    step 10 data polish "$DIR"
     python3 -m autoheur.cli data pack "$DIR"
     python3 -m autoheur.cli data info "$DIR"
 } 2>&1 | tee "$OUT/device_collect.log"

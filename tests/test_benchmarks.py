@@ -183,3 +183,21 @@ def test_tile_cap_skips_a_full_tile(list_fill):
     f = pd.DataFrame({"problem_id": "p", "config_id": ids, "score": [4.0, 3.0, 2.0, 1.0]})
     order = f["config_id"].to_numpy()[np.argsort(-list_fill.tile_capped(f, 2, k=3), kind="stable")].tolist()
     assert order == [ids[0], ids[1], ids[3], ids[2]]  # the third 64x64 config waits until the list is full
+
+
+def test_by_kind_groups_the_backward_problems_apart():
+    by_kind = _load("by_kind")
+    assert [by_kind.kind(n) for n in ("qwen3-30b-a3b/gate_up/t16/zipf/grad_a", "mixtral-8x7b/down/t1/uniform/grad_b",
+                                       "sampled/2d2d/bfloat16/7/zipf", "deepseek-v3/down/prefill")] == [
+        "grad_a", "grad_b", "sampled/2d2d", "forward"]  # fmt: skip
+    d = pd.DataFrame({
+        "model": ["m"] * 4, "problem_id": list("abcd"),
+        "problem_name": ["x/p/grad_a", "y/p/grad_a", "sampled/2d3d/bfloat16/1/zipf", "z/down/mid"],
+        "eff_best10": [1.0, 0.81, 0.9, 1.0], "eff_top1": [0.5, 0.5, 0.9, 1.0],
+        "oracle_in_top10": [True, False, False, True],
+    })  # fmt: skip
+    t = by_kind.table(d).set_index("kind")
+    assert t.loc["grad_a", "problems"] == 2 and t.loc["grad_a", "best10_geomean"] == pytest.approx(0.9)
+    assert t.loc["grad_a", "oracle_in_top10"] == 0.5 and t.loc["grad_a", "best10_min"] == 0.81
+    assert t.loc["all", "problems"] == 4 and t.loc["all", "oracle_in_top10"] == 0.5
+    assert t.loc["all", "top1_geomean"] == pytest.approx((0.5 * 0.5 * 0.9 * 1.0) ** 0.25)

@@ -1,0 +1,69 @@
+"""Held-out figures by kind of problem, from the per-problem file that `autoheur eval --report DIR` writes.
+
+Kinds: `grad_a` and `grad_b` (the backward problems of `autoheur collect --workload backward`, by their name's
+last part), the sampled problems by layout (`sampled/2d2d`, ...), and `forward` (the public models' forward
+problems). Per model and kind: best-of-10 geomean / P10 / min, top-1 geomean / P10, oracle in the top 10.
+`--only FILE` keeps the problems of another per-problem file (e.g. an earlier evaluation's), for a comparison on
+the same problems.
+
+  python benchmarks/by_kind.py reports/eval-stop34/h100-gkf/per_problem.csv.gz [--only OTHER.csv.gz] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+
+
+def kind(name: str) -> str:
+    parts = str(name).split("/")
+    if parts[-1] in ("grad_a", "grad_b"):
+        return parts[-1]
+    return f"sampled/{parts[1]}" if parts[0] == "sampled" else "forward"
+
+
+def _geomean(x: pd.Series) -> float:
+    return float(np.exp(np.log(x).mean()))
+
+
+def table(per_problem: pd.DataFrame) -> pd.DataFrame:
+    """model x kind -> the figures (rows "all" per model too)."""
+    d = per_problem.assign(kind=per_problem["problem_name"].map(kind))
+    rows = []
+    for (model, k), g in list(d.groupby(["model", "kind"])) + [((m, "all"), g) for m, g in d.groupby("model")]:
+        rows.append({
+            "model": model, "kind": k, "problems": len(g),
+            "best10_geomean": _geomean(g["eff_best10"]), "best10_p10": float(g["eff_best10"].quantile(0.1)),
+            "best10_min": float(g["eff_best10"].min()),
+            "top1_geomean": _geomean(g["eff_top1"]), "top1_p10": float(g["eff_top1"].quantile(0.1)),
+            "oracle_in_top10": float(g["oracle_in_top10"].mean()),
+        })  # fmt: skip
+    return pd.DataFrame(rows).sort_values(["model", "kind"]).reset_index(drop=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("per_problem")
+    ap.add_argument("--only", help="keep only the problems of this per-problem file")
+    ap.add_argument("--models", default=None, help="comma-separated models to show (default: all)")
+    ap.add_argument("--json", help="also write the table here")
+    args = ap.parse_args(argv)
+    d = pd.read_csv(args.per_problem)
+    if args.only:
+        d = d[d["problem_id"].isin(set(pd.read_csv(args.only)["problem_id"]))]
+    if args.models:
+        d = d[d["model"].isin(args.models.split(","))]
+    t = table(d)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(t.round(4).to_string(index=False))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(t.round(4).to_dict("records"), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
