@@ -132,8 +132,11 @@ _DEV = None
 
 
 def _kind(problem_name: str) -> str:
-    """'sampled/2d2d' etc. for sampled problems, 'public' for the workload's."""
+    """'sampled/2d2d' etc. for sampled problems, 'grad_a' / 'grad_b' for the backward workload's, 'public' for the
+    public models' forward problems."""
     parts = problem_name.split("/")
+    if parts[-1] in ("grad_a", "grad_b"):
+        return parts[-1]
     return f"sampled/{parts[1]}" if parts[0] == "sampled" else "public"
 
 
