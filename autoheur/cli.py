@@ -518,8 +518,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int)
     p.add_argument("--k", type=int)
     p.add_argument("--dtype", default="bfloat16")
-    p.add_argument("--b-major", dest="b_major", default="k")
-    p.add_argument("--a-major", dest="a_major", default="k")
+    p.add_argument("--b-major", dest="b_major", default="k", choices=["k", "n"],
+                   help="k: B stored [G, N, K] and used transposed (MoE weights); n: stored [.., K, N] (the "
+                        "backward's dA reads W so, the weight gradient its dy)")  # fmt: skip
+    p.add_argument("--a-major", dest="a_major", default="k", choices=["k", "m"],
+                   help="k: A row-major; m: column-major (the weight gradient's x.t())")  # fmt: skip
     p.add_argument("--device", help="h100, h200, or a device name (default: this machine's GPU, else H100)")
     p.add_argument("--model", help="a model file (default: the shipped model of the device)")
     p.add_argument("--top", type=int, default=10)
