@@ -20,19 +20,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.features import FEATURE_NAMES
-from autoheur.features.derived import CRIT_FEATURES
-from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set
-from autoheur.models.evaluate import group_kfold
-from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import XGBRankerModel, family_params
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autoheur.features import FEATURE_NAMES  # noqa: E402
+from autoheur.features.derived import CRIT_FEATURES  # noqa: E402
+from autoheur.models.data import RankingSet, load_auxiliary, load_ranking_set  # noqa: E402
+from autoheur.models.evaluate import group_kfold  # noqa: E402
+from autoheur.models.metrics import evaluate, summarize  # noqa: E402
+from autoheur.models.rankers import XGBRankerModel, family_params  # noqa: E402
+from benchmarks.by_kind import kind as problem_kind  # noqa: E402
 
 FINE_RERANK = (1.0, 1.001, 1.002, 1.003, 1.004, 1.005, 1.0065, 1.008, 1.01, 1.0125, 1.015, 1.0175, 1.02, 1.025,
                1.03, 1.04, 1.05, 1.065, 1.08, 1.1, 1.12)  # fmt: skip
@@ -131,15 +136,6 @@ def oracle_rank(frame: pd.DataFrame) -> pd.Series:
 _DEV = None
 
 
-def _kind(problem_name: str) -> str:
-    """'sampled/2d2d' etc. for sampled problems, 'grad_a' / 'grad_b' for the backward workload's, 'public' for the
-    public models' forward problems."""
-    parts = problem_name.split("/")
-    if parts[-1] in ("grad_a", "grad_b"):
-        return parts[-1]
-    return f"sampled/{parts[1]}" if parts[0] == "sampled" else "public"
-
-
 SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status", "rel_time", "score", "inner_fold"]
 
 
@@ -173,7 +169,7 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
     s = summarize(evaluate(frame))
     ranks = oracle_rank(frame)
     missed = ranks[ranks >= 10]
-    kind = frame.groupby("problem_id", sort=False)["problem_name"].first().map(_kind)
+    kind = frame.groupby("problem_id", sort=False)["problem_name"].first().map(problem_kind)
     by_kind = {k: round(float((ranks.reindex(ids) < 10).mean()), 4) for k, ids in kind.groupby(kind).groups.items()}
     return {
         "variant": name,
