@@ -68,6 +68,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
             problems = load_shapes(args.shapes)
         else:
             problems = workload(args.workload, args.count, args.seed, _csv(args.layouts), _csv(args.dtypes))
+        if args.skip:
+            problems = _skip(problems, args.skip)
     except (ShapesError, ValueError, FileNotFoundError) as exc:
         print(f"autoheur collect: {exc}", file=sys.stderr)
         return 2
@@ -107,6 +109,31 @@ def cmd_collect(args: argparse.Namespace) -> int:
         return 2
     print(json.dumps(summary, indent=2, default=str))
     return 1 if summary.get("errors") else 0
+
+
+def _skip(problems: list, path: str) -> list:
+    """`collect --skip PATH`: drop the problems whose ids PATH holds (a dataset, or a file from `autoheur data ids`)."""
+    from autoheur.collect.schema import problem_id
+    from autoheur.collect.store import read_problem_ids
+
+    skip = read_problem_ids(path)
+    kept = [p for p in problems if problem_id(p) not in skip]
+    print(f"autoheur collect: --skip {path}: {len(problems) - len(kept)} of {len(problems)} problems left out",
+          file=sys.stderr)  # fmt: skip
+    return kept
+
+
+def cmd_data_ids(args: argparse.Namespace) -> int:
+    from autoheur.collect.store import read_problem_ids
+
+    try:
+        ids = read_problem_ids(args.path)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"autoheur data ids: {exc}", file=sys.stderr)
+        return 2
+    for pid in sorted(ids):
+        print(pid)
+    return 0
 
 
 def cmd_data_info(args: argparse.Namespace) -> int:
@@ -434,6 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--seed", type=int, default=0, help="the workload, the inputs and any config sample")
     src.add_argument("--shapes", help="collect exactly the problems of this .jsonl or .csv file instead")
     src.add_argument("--dry-run", action="store_true", help="list the problems and their roofline times, collect none")
+    src.add_argument("--skip", metavar="PATH",
+                     help="leave out the problems already in PATH: a dataset directory, or a file of problem ids "
+                          "(`autoheur data ids DATASET > FILE`), to go on with a list on a machine without the "
+                          "dataset")  # fmt: skip
     run = p.add_argument_group("run")
     run.add_argument("--out", help="dataset directory (default: data/<device-slug>)")
     run.add_argument("--new-dataset", action="store_true", help="move an existing dataset at --out aside, start anew")
@@ -459,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("path", nargs="?", default="data", help="a dataset directory, or a folder of them")
     d.add_argument("--json", action="store_true")
     d.set_defaults(fn=cmd_data_info)
+    d = dsub.add_parser("ids", help="the dataset's finished problem ids, one per line (for collect --skip)")
+    d.add_argument("path", help="a dataset directory")
+    d.set_defaults(fn=cmd_data_ids)
     d = dsub.add_parser("merge", help="copy datasets of one device into one (refuses mismatches)")
     d.add_argument("sources", nargs="+")
     d.add_argument("--into", required=True)

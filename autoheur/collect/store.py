@@ -65,6 +65,7 @@ RETIME_RES = {kind: re.compile(rf"{kind}-([0-9a-f]{{16}})\.parquet") for kind in
 PACK_RES = {kind: re.compile(rf"{kind}-pack-([0-9a-f]{{16}})\.parquet") for kind in RETIME_KINDS}
 PART_PACK_RE = re.compile(r"part-pack-([0-9a-f]{16})\.parquet")
 DONE_KEY = b"autoheur-done"  # a pack's metadata: the problems whose pass it holds, rows or not (JSON list)
+ID_RE = re.compile(r"[0-9a-f]{16}")  # schema.problem_id
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
 
@@ -445,6 +446,25 @@ def read_manifest(root: Path) -> Metadata:
     if not path.exists():
         raise ValueError(f"{root} has no {MANIFEST}: not an autoheur dataset")
     return Metadata.from_dict(json.loads(path.read_text())["metadata"])
+
+
+def read_problem_ids(path: Path | str) -> set[str]:
+    """The problem ids at `path`: a dataset directory's finished problems, or a text file of ids, one per line ('#'
+    starts a comment). What `autoheur collect --skip` leaves out and `autoheur data ids` prints."""
+    path = Path(path)
+    if path.is_dir():
+        return DatasetStore.load(path).done_problems()
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: give a dataset directory or a file of problem ids")
+    ids = set()
+    for line_no, line in enumerate(path.read_text().splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if not ID_RE.fullmatch(text):
+            raise ValueError(f"{path}:{line_no}: {text!r} is not a problem id (`autoheur data ids` prints them)")
+        ids.add(text)
+    return ids
 
 
 def merge(sources: list[Path], dest: Path) -> dict:

@@ -500,3 +500,49 @@ def test_a_part_pack_whose_rows_are_interleaved_reads_the_same(tmp_path):
         .reset_index(drop=True)
         .equals(before.sort_values(["problem_id", "config_id"]).reset_index(drop=True))
     )
+
+
+# -- problem ids: `autoheur data ids`, `autoheur collect --skip` -------------------------------------------------------
+
+
+def test_read_problem_ids_of_a_dataset_and_of_a_file(tmp_path):
+    from autoheur.collect.store import read_problem_ids
+
+    root = tmp_path / "ds"
+    fill(root, PROBLEMS[:2])
+    ids = {problem_id(p) for p in PROBLEMS[:2]}
+    assert read_problem_ids(root) == ids
+    f = tmp_path / "ids.txt"
+    a, b = sorted(ids)
+    f.write_text(f"# what call 1 collected\n{a}\n\n  {b}  # and a comment\n{a}\n")
+    assert read_problem_ids(f) == ids
+    f.write_text(f"{a}\ndeepseek-v3/down/prefill\n")
+    with pytest.raises(ValueError, match=r"ids\.txt:2: 'deepseek-v3/down/prefill' is not a problem id"):
+        read_problem_ids(f)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_problem_ids(tmp_path / "none.txt")
+    with pytest.raises(ValueError, match="not an autoheur dataset"):
+        read_problem_ids(tmp_path)  # a directory without a manifest
+
+
+def test_cli_data_ids_and_collect_skip(tmp_path, capsys):
+    from autoheur.cli import main
+    from autoheur.collect.workloads import workload
+
+    problems = [p for p in workload("backward", 12) if p.launches]
+    root = tmp_path / "ds"
+    fill(root, problems[:3])
+    assert main(["data", "ids", str(root)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == sorted(problem_id(p) for p in problems[:3])
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(printed) + "\n")
+    for skip in (root, ids):  # a dataset, or the file `data ids` wrote
+        assert main(["collect", "--workload", "backward", "--count", "12", "--dry-run", "--skip", str(skip)]) == 0
+        out, err = capsys.readouterr()
+        listed = [line.rsplit(None, 1)[-1] for line in out.strip().splitlines()]
+        assert listed == [p.name for p in workload("backward", 12) if p not in problems[:3]]
+        assert f"3 of {len(workload('backward', 12))} problems left out" in err
+    assert main(["collect", "--workload", "backward", "--count", "12", "--dry-run", "--skip", str(tmp_path / "x")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["data", "ids", str(tmp_path / "x")]) == 2
