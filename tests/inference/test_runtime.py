@@ -313,6 +313,34 @@ def test_gradients_match_torch(layout, dtype):
     torch.testing.assert_close(b.grad.float(), b2.grad, **tol)
 
 
+def _stored_transposed(x: torch.Tensor) -> torch.Tensor:
+    """The same values, stored transposed in the last two dims (as MoE weights [g, N, K] passed as [g, K, N])."""
+    return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+@pytest.mark.parametrize("stored", ["a", "b", "both"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_gradients_come_in_their_inputs_layout(layout, stored):
+    """Each gradient has its input's strides, so that autograd's AccumulateGrad keeps it as it is: one with other
+    strides it copies into the input's layout, a transposing copy of every weight on every training step."""
+    torch.manual_seed(0)
+    a, b, offs = LAYOUTS[layout](torch.float32)
+    if stored in ("a", "both"):
+        a = _stored_transposed(a)
+    if stored in ("b", "both"):
+        b = _stored_transposed(b)
+    a.requires_grad_()
+    b.requires_grad_()
+    y = torch.ops.autoheur.grouped_mm(a, b, offs)
+    w = torch.randn(y.shape)
+    da, db = torch.autograd.grad(y, (a, b), w)  # as the backward made them: no AccumulateGrad in between
+    assert da.stride() == a.stride() and db.stride() == b.stride()
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    ref_da, ref_db = torch.autograd.grad(reference_grouped_mm(a2, b2, offs), (a2, b2), w)
+    torch.testing.assert_close(da, ref_da, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(db, ref_db, atol=1e-4, rtol=1e-4)
+
+
 def test_opcheck():
     a, b, offs = LAYOUTS["2d3d"](torch.float32)
     torch.library.opcheck(torch.ops.autoheur.grouped_mm.default, (a, b, offs, None),
