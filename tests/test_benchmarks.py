@@ -201,3 +201,42 @@ def test_by_kind_groups_the_backward_problems_apart():
     assert t.loc["grad_a", "oracle_in_top10"] == 0.5 and t.loc["grad_a", "best10_min"] == 0.81
     assert t.loc["all", "problems"] == 4 and t.loc["all", "oracle_in_top10"] == 0.5
     assert t.loc["all", "top1_geomean"] == pytest.approx((0.5 * 0.5 * 0.9 * 1.0) ** 0.25)
+
+
+def test_score_model_scores_the_model_and_its_fixed_list():
+    """benchmarks/score_model.py: the model's own order, and its fallback list in list order (other configs last)."""
+    from types import SimpleNamespace
+
+    score_model = _load("score_model")
+    names = {"p": "x/gate_up/t1/uniform/grad_a", "q": "deepseek-v3/down/prefill"}
+    f = frame({"p": [1.0, 2.0, 1.5], "q": [3.0, 1.0, 2.0]}).replace({"c0": "a", "c1": "b", "c2": "c"})
+    f["problem_name"] = f["problem_id"].map(names)
+    model = SimpleNamespace(
+        fixed_list=["b", "a"], ranker=SimpleNamespace(predict=lambda rs: np.array([3.0, 1.0, 2.0, 1.0, 3.0, 2.0]))
+    )
+    pp = score_model.score(model, SimpleNamespace(frame=f)).set_index(["model", "problem_id"])
+    assert pp.loc[("model", "p"), "eff_top1"] == 1.0 and pp.loc[("model", "q"), "eff_top1"] == 1.0
+    assert pp.loc[("its fixed list", "p"), "eff_top1"] == 0.5  # b, 2.0 ms against a's 1.0
+    assert pp.loc[("its fixed list", "q"), "eff_top1"] == 1.0
+    assert pp.loc[("model", "p"), "problem_name"] == names["p"]
+    t = _load("by_kind").table(pp.reset_index()).set_index(["model", "kind"])
+    assert t.loc[("its fixed list", "grad_a"), "top1_geomean"] == 0.5
+
+
+def test_training_step_summary_speedups_and_failures():
+    """benchmarks/training_step.py's summary: torch / autoheur time per GEMM and per step (hand-computed), decode
+    problems kept out of mid_and_prefill, a failed problem named and kept out of every figure."""
+    step = _load("training_step")
+
+    def row(name, ours, theirs, err=0.0):
+        r = {"problem": name, "first_step_s": 2.0, "rel_err_a": err, "rel_err_b": 0.0}
+        for g in ("fwd", "grad_a", "grad_b", "step"):
+            r |= {f"{g}_autoheur_ms": ours, f"{g}_torch_ms": theirs}
+        return r
+
+    rows = [row("m/gate_up/decode", 1.0, 4.0), row("m/down/mid", 2.0, 1.0, 0.01), row("m/gate_up/prefill", 2.0, 1.0)]
+    s = step.summarize([*rows, {"problem": "m/down/prefill", "error": "RuntimeError('x')"}])
+    assert s["failed"] == ["m/down/prefill"]
+    assert s["all"]["problems"] == 3 and s["all"]["step_vs_torch_geomean"] == pytest.approx(1.0)  # (4 * .5 * .5)^(1/3)
+    assert s["mid_and_prefill"]["grad_b_vs_torch_geomean"] == pytest.approx(0.5)
+    assert s["all"]["step_slower_than_torch"] == 2 and s["rel_err_max"] == 0.01
