@@ -56,6 +56,11 @@ def _mask_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> torch.Tenso
     return t * keep.view(shape)
 
 
+def _t(x: torch.Tensor) -> torch.Tensor:
+    """The transpose of the last two dims, as a view (the kernel takes either major)."""
+    return x.transpose(-1, -2)
+
+
 def _transposed(x: torch.Tensor) -> bool:
     """Whether `x` is stored transposed in its last two dims: a column-major matrix, or MoE weights stored [g, N, K]
     and passed as their [g, K, N] view."""
@@ -68,9 +73,8 @@ def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: 
     as [g, K, N], a transposing copy of every weight on every step (BENCHMARKS.md, "Training step"). The transposed
     product (p q)^T = q^T p^T is a grouped_mm of the same family (2d3d <-> 3d2d, 2d2d and 3d3d to themselves), and its
     row-major output, viewed transposed, has `like`'s strides."""
-    t = lambda x: x.transpose(-1, -2)  # noqa: E731
     if _transposed(like):
-        return t(grouped_mm(t(q), t(p), offs))
+        return _t(grouped_mm(_t(q), _t(p), offs))
     return grouped_mm(p, q, offs)
 
 
@@ -78,27 +82,26 @@ def _backward(ctx, grad):
     a, b, offs = ctx.saved_tensors
     g = grad.to(a.dtype)
     da = db = None
-    t = lambda x: x.transpose(-1, -2)  # noqa: E731
     if a.dim() == 2 and b.dim() == 3:  # ragged M
         if ctx.needs_input_grad[0]:
-            da = _mask_past_end(_grad_mm(g, t(b), offs, a), offs, 0)
+            da = _mask_past_end(_grad_mm(g, _t(b), offs, a), offs, 0)
         if ctx.needs_input_grad[1]:
-            db = _grad_mm(t(a), g, offs, b)
+            db = _grad_mm(_t(a), g, offs, b)
     elif a.dim() == 3 and b.dim() == 2:  # ragged N
         if ctx.needs_input_grad[0]:
-            da = _grad_mm(g, t(b), offs, a)
+            da = _grad_mm(g, _t(b), offs, a)
         if ctx.needs_input_grad[1]:
-            db = _mask_past_end(_grad_mm(t(a), g, offs, b), offs, 1)
+            db = _mask_past_end(_grad_mm(_t(a), g, offs, b), offs, 1)
     elif a.dim() == 2 and b.dim() == 2:  # ragged K
         if ctx.needs_input_grad[0]:
-            da = _mask_past_end(_grad_mm(g, t(b), offs, a), offs, 1)
+            da = _mask_past_end(_grad_mm(g, _t(b), offs, a), offs, 1)
         if ctx.needs_input_grad[1]:
-            db = _mask_past_end(_grad_mm(t(a), g, offs, b), offs, 0)
+            db = _mask_past_end(_grad_mm(_t(a), g, offs, b), offs, 0)
     else:  # batched
         if ctx.needs_input_grad[0]:
-            da = _grad_mm(g, t(b), None, a)
+            da = _grad_mm(g, _t(b), None, a)
         if ctx.needs_input_grad[1]:
-            db = _grad_mm(t(a), g, None, b)
+            db = _grad_mm(_t(a), g, None, b)
     return (
         None if da is None else da.to(a.dtype),
         None if db is None else db.to(b.dtype),
