@@ -47,13 +47,36 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(a, b, offs)
 
 
-def _mask_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> torch.Tensor:
-    """Zero the slices of `t` along `dim` at or past offs[-1] (no device-to-host copy)."""
+@torch.library.custom_op("autoheur::zero_past_end_", mutates_args=("t",))
+def zero_past_end_(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
+    """In place: the slices of the 2D `t` along `dim` at or past offs[-1] become zeros, with no device-to-host copy.
+    On a GPU a kernel stores zeros into the tail alone (autoheur/kernels/tail.py); elsewhere a masked fill. Either way
+    a NaN left in the uninitialized tail becomes zero (a 0/1 multiply would keep it)."""
+    if t.is_cuda:
+        from autoheur.kernels.tail import zero_past_end
+
+        zero_past_end(t, offs, dim)
+        return
     idx = torch.arange(t.shape[dim], device=t.device)
-    keep = (idx < offs[-1]).to(t.dtype)
     shape = [1] * t.dim()
     shape[dim] = -1
-    return t * keep.view(shape)
+    t.masked_fill_((idx >= offs[-1]).view(shape), 0)
+
+
+@zero_past_end_.register_fake
+def _(t, offs, dim):
+    return None
+
+
+def _zero_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
+    """zero_past_end_, with eager CUDA tensors sent straight to the kernel: a custom op's dispatch is host time a
+    backward on short problems feels. Traced tensors (fake, functional: subclasses) go through the op."""
+    if type(t) is torch.Tensor and type(offs) is torch.Tensor and t.is_cuda:
+        from autoheur.kernels.tail import zero_past_end
+
+        zero_past_end(t, offs, dim)
+    else:
+        zero_past_end_(t, offs, dim)
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -67,15 +90,23 @@ def _transposed(x: torch.Tensor) -> bool:
     return x.dim() >= 2 and x.shape[-1] > 1 and x.stride(-1) != 1 and x.stride(-2) == 1
 
 
-def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
-    """grouped_mm(p, q, offs), laid out as `like`, the input it is the gradient of. Autograd's AccumulateGrad copies a
-    gradient whose strides differ from its input's into the input's layout: for MoE weights stored [g, N, K] and used
-    as [g, K, N], a transposing copy of every weight on every step (BENCHMARKS.md, "Training step"). The transposed
-    product (p q)^T = q^T p^T is a grouped_mm of the same family (2d3d <-> 3d2d, 2d2d and 3d3d to themselves), and its
-    row-major output, viewed transposed, has `like`'s strides."""
+def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: torch.Tensor,
+             past_end_dim: int | None = None) -> torch.Tensor:  # fmt: skip
+    """grouped_mm(p, q, offs), laid out as `like`, the input it is the gradient of, with its slices along
+    `past_end_dim` at or past offs[-1] zeroed when given. Autograd's AccumulateGrad copies a gradient whose strides
+    differ from its input's into the input's layout: for MoE weights stored [g, N, K] and used as [g, K, N], a
+    transposing copy of every weight on every step (BENCHMARKS.md, "Training step"). The transposed product
+    (p q)^T = q^T p^T is a grouped_mm of the same family (2d3d <-> 3d2d, 2d2d and 3d3d to themselves), and its
+    row-major output, viewed transposed, has `like`'s strides. The zeroing runs on that output, not on the view."""
     if _transposed(like):
-        return _t(grouped_mm(_t(q), _t(p), offs))
-    return grouped_mm(p, q, offs)
+        out = grouped_mm(_t(q), _t(p), offs)
+        if past_end_dim is not None:
+            _zero_past_end(out, offs, 1 - past_end_dim)
+        return _t(out)
+    out = grouped_mm(p, q, offs)
+    if past_end_dim is not None:
+        _zero_past_end(out, offs, past_end_dim)
+    return out
 
 
 def _backward(ctx, grad):
@@ -84,19 +115,19 @@ def _backward(ctx, grad):
     da = db = None
     if a.dim() == 2 and b.dim() == 3:  # ragged M
         if ctx.needs_input_grad[0]:
-            da = _mask_past_end(_grad_mm(g, _t(b), offs, a), offs, 0)
+            da = _grad_mm(g, _t(b), offs, a, past_end_dim=0)
         if ctx.needs_input_grad[1]:
             db = _grad_mm(_t(a), g, offs, b)
     elif a.dim() == 3 and b.dim() == 2:  # ragged N
         if ctx.needs_input_grad[0]:
             da = _grad_mm(g, _t(b), offs, a)
         if ctx.needs_input_grad[1]:
-            db = _mask_past_end(_grad_mm(_t(a), g, offs, b), offs, 1)
+            db = _grad_mm(_t(a), g, offs, b, past_end_dim=1)
     elif a.dim() == 2 and b.dim() == 2:  # ragged K
         if ctx.needs_input_grad[0]:
-            da = _mask_past_end(_grad_mm(g, _t(b), offs, a), offs, 1)
+            da = _grad_mm(g, _t(b), offs, a, past_end_dim=1)
         if ctx.needs_input_grad[1]:
-            db = _mask_past_end(_grad_mm(_t(a), g, offs, b), offs, 0)
+            db = _grad_mm(_t(a), g, offs, b, past_end_dim=0)
     else:  # batched
         if ctx.needs_input_grad[0]:
             da = _grad_mm(g, _t(b), None, a)

@@ -295,11 +295,18 @@ LAYOUTS = {
 }
 
 
+TAIL_OFFS = torch.tensor([8, 8, 24], dtype=torch.int32, device=DEVICE)  # 8 rows (or columns) past the last group
+
+
+@pytest.mark.parametrize("tail", [False, True], ids=["covered", "tail"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_gradients_match_torch(layout, dtype):
+def test_gradients_match_torch(layout, dtype, tail):
     torch.manual_seed(0)
     a, b, offs = LAYOUTS[layout](dtype)
+    if tail and offs is None:
+        pytest.skip("batched: no offsets")
+    offs = TAIL_OFFS if tail else offs
     a.requires_grad_()
     b.requires_grad_()
     y = torch.ops.autoheur.grouped_mm(a, b, offs)
@@ -344,6 +351,18 @@ def test_gradients_come_in_their_inputs_layout(layout, stored):
 def test_opcheck():
     a, b, offs = LAYOUTS["2d3d"](torch.float32)
     torch.library.opcheck(torch.ops.autoheur.grouped_mm.default, (a, b, offs, None),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))  # fmt: skip
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_zero_past_end_op_zeros_the_tail_nan_included(dim):
+    t = torch.randn(12, 10)
+    t.narrow(dim, 6, 2).fill_(float("nan"))  # uninitialized memory can hold NaN: a 0/1 multiply would keep it
+    want = t.clone()
+    want.narrow(dim, 5, t.shape[dim] - 5).zero_()
+    torch.ops.autoheur.zero_past_end_(t, torch.tensor([2, 5], dtype=torch.int32), dim)
+    assert torch.equal(t, want)
+    torch.library.opcheck(torch.ops.autoheur.zero_past_end_.default, (torch.randn(12, 10), OFFS, dim),
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))  # fmt: skip
 
 
