@@ -34,8 +34,8 @@ step() {
 }
 {
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
-    step 150 collect "$@" --out "$DIR"
-    step 70 data refine "$DIR"
+    step 110 collect "$@" --out "$DIR"
+    step 50 data refine "$DIR"
     step 10 data polish "$DIR"
     python3 -m autoheur.cli data pack "$DIR"
     python3 -m autoheur.cli data info "$DIR"
