@@ -240,3 +240,7 @@ def test_training_step_summary_speedups_and_failures():
     assert s["all"]["problems"] == 3 and s["all"]["step_vs_torch_geomean"] == pytest.approx(1.0)  # (4 * .5 * .5)^(1/3)
     assert s["mid_and_prefill"]["grad_b_vs_torch_geomean"] == pytest.approx(0.5)
     assert s["all"]["step_slower_than_torch"] == 2 and s["rel_err_max"] == 0.01
+    assert "step_api_vs_torch_geomean" not in s["all"]  # records from before the API step was timed
+    rows[1]["step_api_ms"], rows[2]["step_api_ms"] = 0.5, 2.0  # torch 1.0 on both: 2 and 0.5
+    assert step.summarize(rows)["mid_and_prefill"]["step_api_vs_torch_geomean"] == pytest.approx(1.0)
+    assert step.summarize(rows[1:2])["all"]["step_api_vs_torch_geomean"] == pytest.approx(2.0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from autoheur.inference.api import _PLAIN
 from autoheur.inference.api import grouped_mm as _grouped_mm
 
 
@@ -71,7 +72,7 @@ def _(t, offs, dim):
 def _zero_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
     """zero_past_end_, with eager CUDA tensors sent straight to the kernel: a custom op's dispatch is host time a
     backward on short problems feels. Traced tensors (fake, functional: subclasses) go through the op."""
-    if type(t) is torch.Tensor and type(offs) is torch.Tensor and t.is_cuda:
+    if _plain(t, offs) and t.is_cuda:
         from autoheur.kernels.tail import zero_past_end
 
         zero_past_end(t, offs, dim)
@@ -90,6 +91,11 @@ def _transposed(x: torch.Tensor) -> bool:
     return x.dim() >= 2 and x.shape[-1] > 1 and x.stride(-1) != 1 and x.stride(-2) == 1
 
 
+def _plain(*ts: torch.Tensor | None) -> bool:
+    """Whether every tensor is an eager torch.Tensor (or Parameter): traced ones (fake, functional) are subclasses."""
+    return all(t is None or type(t) in _PLAIN for t in ts)
+
+
 def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: torch.Tensor,
              past_end_dim: int | None = None) -> torch.Tensor:  # fmt: skip
     """grouped_mm(p, q, offs), laid out as `like`, the input it is the gradient of, with its slices along
@@ -97,13 +103,17 @@ def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: 
     differ from its input's into the input's layout: for MoE weights stored [g, N, K] and used as [g, K, N], a
     transposing copy of every weight on every step (BENCHMARKS.md, "Training step"). The transposed product
     (p q)^T = q^T p^T is a grouped_mm of the same family (2d3d <-> 3d2d, 2d2d and 3d3d to themselves), and its
-    row-major output, viewed transposed, has `like`'s strides. The zeroing runs on that output, not on the view."""
+    row-major output, viewed transposed, has `like`'s strides. The zeroing runs on that output, not on the view.
+    Eager tensors go to `autoheur.grouped_mm` itself, which skips the custom op's dispatch (host time a short problem's
+    training step feels) and is differentiable when the backward builds a graph (create_graph=True); traced ones go
+    through the op."""
+    mm = _grouped_mm if _plain(p, q, offs) else grouped_mm
     if _transposed(like):
-        out = grouped_mm(_t(q), _t(p), offs)
+        out = mm(_t(q), _t(p), offs)
         if past_end_dim is not None:
             _zero_past_end(out, offs, 1 - past_end_dim)
         return _t(out)
-    out = grouped_mm(p, q, offs)
+    out = mm(p, q, offs)
     if past_end_dim is not None:
         _zero_past_end(out, offs, past_end_dim)
     return out
@@ -142,3 +152,25 @@ def _backward(ctx, grad):
 
 
 grouped_mm.register_autograd(_backward, setup_context=_setup_context)
+
+
+class _Eager(torch.autograd.Function):
+    """The op's autograd formula for `autoheur.grouped_mm` called eagerly on tensors that need gradients: the same
+    forward and `_backward`, without the custom op's dispatch layers (torch.compile traces the op instead)."""
+
+    @staticmethod
+    def forward(ctx, a, b, offs, out_dtype):
+        ctx.save_for_backward(a, b, offs)
+        return _grouped_mm(a, b, offs, out_dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _backward(ctx, grad)
+
+
+def differentiable_grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
+                              out_dtype: torch.dtype | None = None) -> torch.Tensor:  # fmt: skip
+    """`autoheur.grouped_mm` with autograd: the custom op while torch.compile traces, else the eager Function."""
+    if torch.compiler.is_compiling() or not _plain(a, b, offs):
+        return grouped_mm(a, b, offs, out_dtype)
+    return _Eager.apply(a, b, offs, out_dtype)

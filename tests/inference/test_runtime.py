@@ -320,6 +320,57 @@ def test_gradients_match_torch(layout, dtype, tail):
     torch.testing.assert_close(b.grad.float(), b2.grad, **tol)
 
 
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_the_api_is_differentiable_like_torch(layout):
+    """autoheur.grouped_mm, called eagerly on tensors that need gradients, has torch._grouped_mm's autograd (through
+    the op's formula without the op's dispatch); under no_grad it builds no graph."""
+    torch.manual_seed(0)
+    a, b, offs = LAYOUTS[layout](torch.float32)
+    a.requires_grad_()
+    b.requires_grad_()
+    with torch.no_grad():
+        assert autoheur.grouped_mm(a, b, offs).grad_fn is None
+    y = autoheur.grouped_mm(a, b, offs)
+    assert y.grad_fn is not None
+    w = torch.randn(y.shape)
+    da, db = torch.autograd.grad(y, (a, b), w)
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    ref_da, ref_db = torch.autograd.grad(reference_grouped_mm(a2, b2, offs), (a2, b2), w)
+    torch.testing.assert_close(da, ref_da, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(db, ref_db, atol=1e-4, rtol=1e-4)
+
+
+def test_double_backward_through_the_api():
+    """With create_graph=True the backward's GEMMs are themselves differentiable (they go through the API again)."""
+    torch.manual_seed(0)
+    a, b, offs = LAYOUTS["2d3d"](torch.float32)
+    w = torch.randn(a.shape[0], b.shape[2])
+    got = []
+    for mm in (autoheur.grouped_mm, reference_grouped_mm):
+        a2, b2 = a.clone().requires_grad_(), b.clone().requires_grad_()
+        (da,) = torch.autograd.grad((mm(a2, b2, offs) * w).sum(), (a2,), create_graph=True)
+        got.append(torch.autograd.grad((da * da).sum(), (b2,))[0])
+    torch.testing.assert_close(got[0], got[1], atol=1e-3, rtol=1e-4)
+
+
+def test_the_api_compiles_fullgraph_through_the_op():
+    def block(x, w_up, w_down, offs):
+        h = autoheur.grouped_mm(x, w_up, offs)
+        return autoheur.grouped_mm(torch.nn.functional.silu(h), w_down, offs)
+
+    torch.manual_seed(0)
+    x, w_up, w_down = torch.randn(28, 24), torch.randn(3, 24, 32), torch.randn(3, 32, 24)
+    dy = torch.randn(28, 24)
+    grads = []
+    for fn in (block, torch.compile(block, fullgraph=True, backend="aot_eager")):
+        leaves = [t.detach().clone().requires_grad_() for t in (x, w_up, w_down)]
+        out = fn(*leaves, OFFS)
+        out.backward(dy)
+        grads.append([out.detach()[:28], *(t.grad for t in leaves)])
+    for eager, compiled in zip(*grads, strict=True):
+        torch.testing.assert_close(compiled, eager)
+
+
 def _stored_transposed(x: torch.Tensor) -> torch.Tensor:
     """The same values, stored transposed in the last two dims (as MoE weights [g, N, K] passed as [g, K, N])."""
     return x.transpose(-1, -2).contiguous().transpose(-1, -2)
