@@ -59,7 +59,7 @@ def grouped_mm(
     """Same as `torch._grouped_mm(a, b, offs, out_dtype=out_dtype)`, with a tuned Triton kernel (or torch's own
     where the brief autotune timed it fastest). Differentiable, as torch._grouped_mm is: with grad mode on and an input
     that requires grad, or while torch.compile traces, the call goes through op.py's autograd formula."""
-    if (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)) or torch.compiler.is_compiling():
+    if ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()) or torch.compiler.is_compiling():
         from autoheur.inference.op import differentiable_grouped_mm
 
         return differentiable_grouped_mm(a, b, offs, out_dtype)
