@@ -63,19 +63,31 @@ def grouped_mm(
         from autoheur.inference.op import differentiable_grouped_mm
 
         return differentiable_grouped_mm(a, b, offs, out_dtype)
+    return _run(a, b, offs, out_dtype, CHECK_OFFSETS)
+
+
+def grouped_mm_offsets_checked(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
+                               out_dtype: torch.dtype | None = None) -> torch.Tensor:  # fmt: skip
+    """`grouped_mm` without autograd and without reading the offsets back, for a caller that checked these very
+    offsets already: the backward of a call that checked them, whose saved offsets autograd refuses to hand back if
+    they were modified in place since (their ragged extent is the same tensor dimension in all three GEMMs)."""
+    return _run(a, b, offs, out_dtype, False)
+
+
+def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
     tuner = default_tuner()
     sig = _signature(a, b, offs, out_dtype)
     hit = tuner.fast.get(sig) if sig is not None else None
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
-        if bound is None or (CHECK_OFFSETS and offs is not None):
+        if bound is None or (check_offsets and offs is not None):
             call = _rebind(fields, a, b, offs)
-            if CHECK_OFFSETS:
+            if check_offsets:
                 check_offsets_values(call)
             if bound is None:
                 return aten_grouped_mm(call)
         return bound(a, b, offs)
-    call = validate(a, b, offs, out_dtype, check_offsets=CHECK_OFFSETS)
+    call = validate(a, b, offs, out_dtype, check_offsets=check_offsets)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
     if out.numel() == 0:
         return out

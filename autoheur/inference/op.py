@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from autoheur.inference.api import _PLAIN
+from autoheur.inference.api import _PLAIN, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
 
 
@@ -104,10 +104,12 @@ def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: 
     transposing copy of every weight on every step (BENCHMARKS.md, "Training step"). The transposed product
     (p q)^T = q^T p^T is a grouped_mm of the same family (2d3d <-> 3d2d, 2d2d and 3d3d to themselves), and its
     row-major output, viewed transposed, has `like`'s strides. The zeroing runs on that output, not on the view.
-    Eager tensors go to `autoheur.grouped_mm` itself, which skips the custom op's dispatch (host time a short problem's
-    training step feels) and is differentiable when the backward builds a graph (create_graph=True); traced ones go
-    through the op."""
-    mm = _grouped_mm if _plain(p, q, offs) else grouped_mm
+    Eager tensors skip the custom op's dispatch (host time a short problem's training step feels) and the read-back of
+    the offsets, which the forward checked (autoheur.grouped_mm itself, differentiable, when the backward builds a
+    graph: create_graph=True); traced ones go through the op."""
+    mm = grouped_mm
+    if _plain(p, q, offs):  # the forward checked these offsets; with create_graph=True the API's autograd is needed
+        mm = _grouped_mm if torch.is_grad_enabled() else grouped_mm_offsets_checked
     if _transposed(like):
         out = mm(_t(q), _t(p), offs)
         if past_end_dim is not None:
@@ -122,6 +124,8 @@ def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: 
 def _backward(ctx, grad):
     a, b, offs = ctx.saved_tensors
     g = grad.to(a.dtype)
+    if not (g.is_contiguous() or _t(g).is_contiguous()):  # e.g. y.sum()'s gradient: expanded, strides all 0
+        g = g.contiguous()
     da = db = None
     if a.dim() == 2 and b.dim() == 3:  # ragged M
         if ctx.needs_input_grad[0]:

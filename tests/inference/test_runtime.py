@@ -244,6 +244,28 @@ def test_offsets_values_are_checked_unless_told_to_trust_them(monkeypatch):
     grouped_mm(a, b, bad)
 
 
+@pytest.mark.parametrize("entry", ["api", "op"])
+def test_a_training_step_reads_the_offsets_back_once(monkeypatch, entry):
+    """The forward checks the offsets; the backward's two GEMMs use the same saved offsets, which autograd refuses to
+    hand back if they were modified in place since, so they do not read them back again."""
+    import autoheur.inference.api as api
+
+    mm = autoheur.grouped_mm if entry == "api" else torch.ops.autoheur.grouped_mm
+    a = torch.randn(28, 24, requires_grad=True)
+    b = torch.randn(3, 24, 40, requires_grad=True)
+    mm(a, b, OFFS).sum().backward()  # tunes the three GEMMs
+    reads = []
+    check = api.check_offsets_values
+    monkeypatch.setattr(api, "check_offsets_values", lambda call: (reads.append(call.ragged), check(call)))
+    mm(a, b, OFFS).sum().backward()
+    assert len(reads) == 1
+    offs = OFFS.clone()
+    y = mm(a, b, offs)
+    offs[1] = 27
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
 def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
     from autoheur.models import artifact
 
@@ -338,6 +360,20 @@ def test_the_api_is_differentiable_like_torch(layout):
     ref_da, ref_db = torch.autograd.grad(reference_grouped_mm(a2, b2, offs), (a2, b2), w)
     torch.testing.assert_close(da, ref_da, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(db, ref_db, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["2d3d", "2d2d"])
+def test_an_expanded_output_gradient_is_taken(layout):
+    """y.sum().backward() hands the backward an expanded gradient (strides all 0), which no kernel layout reads: the
+    backward makes it contiguous instead of refusing it."""
+    a, b, offs = LAYOUTS[layout](torch.float32)
+    a.requires_grad_()
+    b.requires_grad_()
+    autoheur.grouped_mm(a, b, offs).sum().backward()
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    reference_grouped_mm(a2, b2, offs).sum().backward()
+    torch.testing.assert_close(a.grad, a2.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(b.grad, b2.grad, atol=1e-4, rtol=1e-4)
 
 
 def test_double_backward_through_the_api():
