@@ -15,6 +15,7 @@ import torch
 
 from autoheur.inference.api import _PLAIN, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
+from autoheur.kernels.tail import zero_past_end
 
 
 @torch.library.custom_op("autoheur::grouped_mm", mutates_args=())
@@ -48,14 +49,11 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(a, b, offs)
 
 
-@torch.library.custom_op("autoheur::zero_past_end_", mutates_args=("t",))
-def zero_past_end_(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
+def _zero_tail(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
     """In place: the slices of the 2D `t` along `dim` at or past offs[-1] become zeros, with no device-to-host copy.
     On a GPU a kernel stores zeros into the tail alone (autoheur/kernels/tail.py); elsewhere a masked fill. Either way
     a NaN left in the uninitialized tail becomes zero (a 0/1 multiply would keep it)."""
     if t.is_cuda:
-        from autoheur.kernels.tail import zero_past_end
-
         zero_past_end(t, offs, dim)
         return
     idx = torch.arange(t.shape[dim], device=t.device)
@@ -64,20 +62,20 @@ def zero_past_end_(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
     t.masked_fill_((idx >= offs[-1]).view(shape), 0)
 
 
+@torch.library.custom_op("autoheur::zero_past_end_", mutates_args=("t",))
+def zero_past_end_(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
+    _zero_tail(t, offs, dim)
+
+
 @zero_past_end_.register_fake
 def _(t, offs, dim):
     return None
 
 
 def _zero_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
-    """zero_past_end_, with eager CUDA tensors sent straight to the kernel: a custom op's dispatch is host time a
-    backward on short problems feels. Traced tensors (fake, functional: subclasses) go through the op."""
-    if _plain(t, offs) and t.is_cuda:
-        from autoheur.kernels.tail import zero_past_end
-
-        zero_past_end(t, offs, dim)
-    else:
-        zero_past_end_(t, offs, dim)
+    """zero_past_end_, eager tensors done directly (a custom op's dispatch is host time a backward on short problems
+    feels); traced ones (fake, functional: subclasses) through the op."""
+    (_zero_tail if _plain(t, offs) else zero_past_end_)(t, offs, dim)
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
