@@ -336,6 +336,21 @@ def phase_overhead(args, out: Path) -> dict:
     def direct_into():
         kernel(a, b, buf, offs, *scalars, **kwargs)
 
+    # Triton's own entry point for the compiled kernel, every argument (constexprs included) bound beforehand: the
+    # launch with none of the jitted dispatch, which the cached call uses once it knows the compiled kernel.
+    import triton
+
+    from autoheur.kernels.launcher import full_args
+
+    compiled = kernel(a, b, buf, offs, *scalars, **kwargs)
+    runner = compiled[grid]
+    tail = full_args(gg.grouped_gemm_kernel, (a, b, buf, offs), scalars, kwargs)[0][4:]
+    drv = triton.runtime.driver.active
+
+    def compiled_launch():
+        dev = drv.get_current_device()
+        runner(a, b, a.new_empty(shape, dtype=dtype), offs, *tail, stream=drv.get_current_stream(dev))
+
     def cached(check: bool):
         def call_it():
             api.CHECK_OFFSETS = check
@@ -346,6 +361,7 @@ def phase_overhead(args, out: Path) -> dict:
     res.update({f"{name}_us": us for name, us in _host_us({
         "direct_launch": direct,
         "direct_launch_into": direct_into,
+        "compiled_launch": compiled_launch,
         "bound_launch": lambda: bound(a, b, offs),
         "launch": lambda: launch(call, cfg, buf),
         "launch_alloc": lambda: launch(call, cfg, torch.empty_like(buf)),
@@ -360,6 +376,12 @@ def phase_overhead(args, out: Path) -> dict:
     }).items()})  # fmt: skip
     api.CHECK_OFFSETS = True
     res["overhead_us"] = res["cached_call_trusted_us"] - res["direct_launch_us"]
+    res["overhead_vs_compiled_us"] = res["cached_call_trusted_us"] - res["compiled_launch_us"]
+    res["cached_call_equals_launch"] = bool(
+        torch.equal(autoheur.grouped_mm(a, b, offs), launch(call, cfg, torch.empty_like(buf)))
+    )
+    cached_bound = default_tuner().fast[api._signature(a, b, offs, None)][1]
+    res["cached_call_through_compiled_kernel"] = cached_bound is not None and cached_bound._fast is not None
     res["graph_launch_us"] = _graph_us(direct_into)
     res["graph_cached_call_us"] = _graph_us(lambda: autoheur.grouped_mm(a, b, offs))
     res["kernel_ms"] = bench_ms(lambda: launch(call, cfg, buf))

@@ -2,9 +2,10 @@
 found it fastest, torch._grouped_mm itself: aten.py).
 
 A new tuning key (see key.py) costs one brief autotune of the predicted configs. After that, a call whose tensors
-match an earlier call's in every property that validation reads (shapes, strides, dtypes, devices, 16-byte pointer
-alignment) skips validation and the key: one tuple built from those properties, one dictionary lookup, the output
-allocation and the launch, whose arguments were bound once for those properties (kernels/launcher.py).
+match an earlier call's in every property that validation or Triton's specialization reads (shapes, strides, dtypes,
+devices, 16-byte alignment of every pointer, the offsets' too) skips validation and the key: one tuple built from
+those properties, one dictionary lookup, the output allocation and the launch, whose arguments were bound once for
+those properties, through the compiled kernel's own launcher once it is known (kernels/launcher.py).
 benchmarks/inference_eager.py measures what that adds over launching the kernel directly. Every other call is
 validated in full before anything runs.
 """
@@ -32,11 +33,12 @@ _TENSORS = ("a", "b", "offs")
 
 
 def _signature(a, b, offs, out_dtype) -> tuple | None:
-    """Every tensor property `validate` reads, or None when the fast path does not apply. Two calls with equal
-    signatures validate to the same result (the offsets' values aside, which `check_offsets_values` reads)."""
+    """Every tensor property `validate` reads and Triton specializes a compiled kernel on, or None when the fast path
+    does not apply. Two calls with equal signatures validate to the same result (the offsets' values aside, which
+    `check_offsets_values` reads) and dispatch to the same compiled kernel (kernels/launcher.py keeps it)."""
     if type(a) not in _PLAIN or type(b) not in _PLAIN or (offs is not None and type(offs) not in _PLAIN):
         return None
-    o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device)
+    o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device, offs.data_ptr() % ALIGN_BYTES)
     return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % ALIGN_BYTES,
             b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % ALIGN_BYTES, out_dtype, o)  # fmt: skip
 
