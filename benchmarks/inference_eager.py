@@ -343,7 +343,7 @@ def phase_overhead(args, out: Path) -> dict:
     from autoheur.kernels.launcher import full_args
 
     compiled = kernel(a, b, buf, offs, *scalars, **kwargs)
-    runner = compiled[grid]
+    runner = compiled[(*grid, 1, 1)[:3]]
     tail = full_args(gg.grouped_gemm_kernel, (a, b, buf, offs), scalars, kwargs)[0][4:]
     drv = triton.runtime.driver.active
 

@@ -99,7 +99,7 @@ class BoundLaunch:
 
     def _keep(self, ret, a, b, out, offs) -> None:
         """Keep the compiled kernel the jitted launch just used, and the argument list it bound."""
-        runner = _compiled_runner(ret, self._grid)
+        runner = _compiled_runner(ret, (*self._grid, 1, 1)[:3])  # its launcher reads all three grid dimensions
         if runner is None:
             return
         args, _ = full_args(gg.grouped_gemm_kernel, (a, b, out, a if offs is None else offs), self._scalars,
