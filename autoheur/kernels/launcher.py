@@ -19,12 +19,15 @@ call that kernel's launcher (`CompiledKernel[grid](*args, stream=)`, Triton's ow
 with the full argument list the dispatch would have bound: the same launcher, the same arguments, none of the
 dispatch. A launch given its `out` (collection's timing loop keeps its protocol), one while another device is
 current, one whose fresh output is not 16-byte aligned, and every launch in the CPU interpreter (which returns no
-compiled kernel) take the jitted path as before.
+compiled kernel) take the jitted path as before. Should a Triton's compiled-kernel launcher refuse the argument list
+(another version's calling convention), its first launch raises before launching: that bound launch logs a warning
+and dispatches from then on. Triton 3.6 (run on the GPU machine) and 3.9 (read in its source) share the convention.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 
 import torch
 import triton
@@ -32,6 +35,8 @@ import triton
 from autoheur.kernels import grouped_gemm as gg
 from autoheur.kernels.config import KernelConfig
 from autoheur.kernels.validate import ALIGN_BYTES, GemmCall
+
+log = logging.getLogger("autoheur")
 
 
 def full_args(kernel, head: tuple, scalars: tuple, kwargs: dict) -> tuple[list, dict]:
@@ -61,7 +66,7 @@ class BoundLaunch:
     """`launch(call, cfg, out)` for any tensors with `call`'s properties, the launch arguments computed once."""
 
     __slots__ = ("config", "out_shape", "out_dtype", "_grid", "_run", "_scalars", "_kwargs", "_tma", "_tail",
-                 "_fast", "_fast_device", "_device_now", "_stream_of")  # fmt: skip
+                 "_fast", "_fast_device", "_device_now", "_stream_of", "_fast_ok", "_no_fast")  # fmt: skip
 
     def __init__(self, call: GemmCall, cfg: KernelConfig):
         self.config = cfg
@@ -74,6 +79,8 @@ class BoundLaunch:
         self._fast = None
         self._fast_device = None
         self._device_now = self._stream_of = None  # the driver's current-device and current-stream queries
+        self._fast_ok = False  # a launch through the kept kernel has returned
+        self._no_fast = False  # the kept kernel's launcher refused its first launch: dispatch for good
 
     def __call__(
         self, a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None, out: torch.Tensor | None = None
@@ -90,10 +97,21 @@ class BoundLaunch:
         if fast is not None and out.data_ptr() % ALIGN_BYTES == 0:
             device = self._device_now()
             if device == self._fast_device:
-                fast(a, b, out, a if offs is None else offs, *self._tail, stream=self._stream_of(device))
-                return out
+                try:
+                    fast(a, b, out, a if offs is None else offs, *self._tail, stream=self._stream_of(device))
+                except Exception as exc:  # noqa: BLE001 - see below
+                    if self._fast_ok:
+                        raise
+                    # Its first launch: a Triton whose compiled-kernel launcher takes other arguments than this
+                    # one's raises before launching. Dispatch from now on, as before the kernel was kept.
+                    log.warning("the compiled kernel's launcher refused its arguments (%s: %s); launching through "
+                                "Triton's dispatch instead", type(exc).__name__, exc)  # fmt: skip
+                    self._fast, self._no_fast = None, True
+                else:
+                    self._fast_ok = True
+                    return out
         ret = self._run(a, b, out, a if offs is None else offs, *self._scalars, **self._kwargs)
-        if fast is None and out.data_ptr() % ALIGN_BYTES == 0:
+        if self._fast is None and not self._no_fast and out.data_ptr() % ALIGN_BYTES == 0:
             self._keep(ret, a, b, out, offs)
         return out
 

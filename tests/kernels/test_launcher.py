@@ -185,6 +185,44 @@ def test_bound_launch_calls_the_compiled_kernel_after_the_first_dispatch(ragged,
     assert len(jitted.launches) == 3 and len(compiled.launches) == 2
 
 
+class _RefusingCompiled(_FakeCompiled):
+    """A compiled kernel whose launcher takes other arguments (another Triton version): it raises before launching."""
+
+    def __getitem__(self, grid):
+        def runner(*args, stream=None):
+            raise TypeError("launcher() takes 9 positional arguments")
+
+        return runner
+
+
+def test_a_launcher_that_refuses_its_first_launch_falls_back_to_dispatch(device, monkeypatch, caplog):
+    jitted = _Jitted(_RefusingCompiled())
+    monkeypatch.setattr(gg, "grouped_gemm_kernel", jitted)
+    monkeypatch.setattr(triton.runtime.driver, "_active", _Driver())
+    a, b, offs = make_problem(Ragged.M, device=device)
+    bound = BoundLaunch(validate(a, b, offs), CONFIGS["ptr"])
+    with caplog.at_level("WARNING", logger="autoheur"):
+        outs = [bound(a, b, offs) for _ in range(4)]
+    assert [launched[1][2] for launched in jitted.launches] == outs  # each call's own output, all dispatched
+    assert bound._fast is None and sum("refused its arguments" in r.message for r in caplog.records) == 1
+
+
+def test_a_launch_error_after_the_kept_kernel_has_run_is_raised(device, monkeypatch):
+    """Once the kept kernel has launched, an error is the launch's own: raised, not retried through dispatch."""
+    compiled = _FakeCompiled()
+    jitted = _Jitted(compiled)
+    monkeypatch.setattr(gg, "grouped_gemm_kernel", jitted)
+    monkeypatch.setattr(triton.runtime.driver, "_active", _Driver())
+    a, b, offs = make_problem(Ragged.M, device=device)
+    bound = BoundLaunch(validate(a, b, offs), CONFIGS["ptr"])
+    bound(a, b, offs)
+    bound(a, b, offs)  # through the kept kernel
+    monkeypatch.setattr(compiled, "launches", None)  # its next launch fails (appending to None)
+    with pytest.raises(AttributeError):
+        bound(a, b, offs)
+    assert len(jitted.launches) == 1
+
+
 def test_no_compiled_kernel_keeps_the_jitted_path(device, monkeypatch):
     """The interpreter's launch returns no compiled kernel: every launch is dispatched."""
     jitted = _Jitted(None)
