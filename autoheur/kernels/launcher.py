@@ -80,7 +80,7 @@ class BoundLaunch:
         self._fast_device = None
         self._device_now = self._stream_of = None  # the driver's current-device and current-stream queries
         self._fast_ok = False  # a launch through the kept kernel has returned
-        self._no_fast = False  # the kept kernel's launcher refused its first launch: dispatch for good
+        self._no_fast = False  # nothing to keep, or the kept launcher refused its first launch: dispatch for good
 
     def __call__(
         self, a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None, out: torch.Tensor | None = None
@@ -89,8 +89,9 @@ class BoundLaunch:
         `out` is allocated (uninitialized, on `a`'s device) when not given."""
         if self._tma:
             triton.set_allocator(gg._alloc_scratch)
+        o = a if offs is None else offs  # the kernel's offsets pointer, unread without offsets
         if out is not None:
-            self._run(a, b, out, a if offs is None else offs, *self._scalars, **self._kwargs)
+            self._run(a, b, out, o, *self._scalars, **self._kwargs)
             return out
         out = a.new_empty(self.out_shape, dtype=self.out_dtype)
         fast = self._fast
@@ -98,7 +99,7 @@ class BoundLaunch:
             device = self._device_now()
             if device == self._fast_device:
                 try:
-                    fast(a, b, out, a if offs is None else offs, *self._tail, stream=self._stream_of(device))
+                    fast(a, b, out, o, *self._tail, stream=self._stream_of(device))
                 except Exception as exc:  # noqa: BLE001 - see below
                     if self._fast_ok:
                         raise
@@ -110,20 +111,22 @@ class BoundLaunch:
                 else:
                     self._fast_ok = True
                     return out
-        ret = self._run(a, b, out, a if offs is None else offs, *self._scalars, **self._kwargs)
+        ret = self._run(a, b, out, o, *self._scalars, **self._kwargs)
         if self._fast is None and not self._no_fast and out.data_ptr() % ALIGN_BYTES == 0:
-            self._keep(ret, a, b, out, offs)
+            self._keep(ret, (a, b, out, o))
         return out
 
-    def _keep(self, ret, a, b, out, offs) -> None:
-        """Keep the compiled kernel the jitted launch just used, and the argument list it bound."""
+    def _keep(self, ret, head: tuple) -> None:
+        """Keep the compiled kernel the jitted launch of the four tensors `head` just used, and the argument list it
+        bound. A launch that returned something else than a compiled kernel (the interpreter's) dispatches for good;
+        one that returned nothing (a compile still in flight) tries again next time."""
         runner = _compiled_runner(ret, (*self._grid, 1, 1)[:3])  # its launcher reads all three grid dimensions
         if runner is None:
+            self._no_fast = ret is not None
             return
-        args, _ = full_args(gg.grouped_gemm_kernel, (a, b, out, a if offs is None else offs), self._scalars,
-                            self._kwargs)  # fmt: skip
+        args, _ = full_args(gg.grouped_gemm_kernel, head, self._scalars, self._kwargs)
         driver = triton.runtime.driver.active
-        self._tail = tuple(args[4:])
+        self._tail = tuple(args[len(head) :])
         self._device_now, self._stream_of = driver.get_current_device, driver.get_current_stream
-        self._fast_device = driver.get_current_device()
+        self._fast_device = self._device_now()
         self._fast = runner
