@@ -27,11 +27,14 @@ Phases (``--phases``, comma-separated):
   overhead   one small problem, tuned once, then host microseconds per call (median of 2000 calls per variant,
              the variants interleaved in 10 rounds of 200, no sync inside a round) for: the direct launch of the
              chosen config (the jitted kernel called with its grid and arguments worked out beforehand, allocating
-             its output, and into a preallocated one), its BoundLaunch, `kernels.launch` (which works the grid and
-             arguments out per call), the kernel wrapper with that config, and the cached `autoheur.grouped_mm`, with
-             offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); the cached call's parts alone (its signature, the
-             output allocation); overhead_us = trusted cached call - direct launch. Then the GPU time per call of 100
-             calls captured in a CUDA graph, for the direct launch and the cached call.
+             its output, and into a preallocated one), the compiled launch (Triton's launcher of the compiled kernel,
+             every argument bound beforehand: no jitted dispatch), its BoundLaunch, `kernels.launch` (which works the
+             grid and arguments out per call), the kernel wrapper with that config, and the cached
+             `autoheur.grouped_mm`, with offsets checked and trusted (AUTOHEUR_CHECK_OFFSETS); the cached call's parts
+             alone (its signature, the output allocation); overhead_us = trusted cached call - direct launch,
+             overhead_vs_compiled_us = trusted cached call - compiled launch; whether the cached call computed what
+             `launch` computes and ran through the kept compiled kernel. Then the GPU time per call of 100 calls
+             captured in a CUDA graph, for the direct launch and the cached call.
 
 Where the dataset is too big to carry to the GPU machine, save its public oracles first (no GPU needed) and pass
 them instead: `--data DATA --write-oracles FILE`, then `--oracles FILE`.
