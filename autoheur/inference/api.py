@@ -32,11 +32,17 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)  # subclasses (fake, functional, wra
 _TENSORS = ("a", "b", "offs")
 
 
+def _plain(a, b, offs=None) -> bool:
+    """Whether the tensors (offs may be None) are eager torch.Tensors or Parameters: traced ones (fake, functional,
+    wrapper tensors) are subclasses."""
+    return type(a) in _PLAIN and type(b) in _PLAIN and (offs is None or type(offs) in _PLAIN)
+
+
 def _signature(a, b, offs, out_dtype) -> tuple | None:
     """Every tensor property `validate` reads and Triton specializes a compiled kernel on, or None when the fast path
     does not apply. Two calls with equal signatures validate to the same result (the offsets' values aside, which
     `check_offsets_values` reads) and dispatch to the same compiled kernel (kernels/launcher.py keeps it)."""
-    if type(a) not in _PLAIN or type(b) not in _PLAIN or (offs is not None and type(offs) not in _PLAIN):
+    if not _plain(a, b, offs):
         return None
     o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device, offs.data_ptr() % ALIGN_BYTES)
     return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % ALIGN_BYTES,

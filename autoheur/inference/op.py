@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from autoheur.inference.api import _PLAIN, grouped_mm_offsets_checked
+from autoheur.inference.api import _plain, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
 from autoheur.kernels.tail import zero_past_end
 
@@ -87,11 +87,6 @@ def _transposed(x: torch.Tensor) -> bool:
     """Whether `x` is stored transposed in its last two dims: a column-major matrix, or MoE weights stored [g, N, K]
     and passed as their [g, K, N] view."""
     return x.dim() >= 2 and x.shape[-1] > 1 and x.stride(-1) != 1 and x.stride(-2) == 1
-
-
-def _plain(*ts: torch.Tensor | None) -> bool:
-    """Whether every tensor is an eager torch.Tensor (or Parameter): traced ones (fake, functional) are subclasses."""
-    return all(t is None or type(t) in _PLAIN for t in ts)
 
 
 def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: torch.Tensor,
