@@ -715,7 +715,9 @@ def polish(
     what the pass adds is the order of the near-tied front. Since the selection is a problem's fastest configs, no
     config it leaves out can then come ahead of the best it measured: the config whose new / earlier ratio is the
     smallest reads, aligned, at most its earlier figure, which no left-out config undercuts. Same inputs, resumable,
-    one GPU.
+    one GPU. A problem the refine has not done yet (a refine stopped by its time limit) waits for a later polish:
+    polished first, its front would be picked from the first measurement's few runs, and the refine's figures of the
+    configs it left out would then compete with the polished ones.
     """
     _check_refine(within, top)
     return _remeasure(
@@ -728,6 +730,7 @@ def polish(
         after=("retime", "refine"),
         rounds=True,
         record={"within": within, "top": top},
+        needs="refine",
     )
 
 
@@ -741,11 +744,13 @@ def _remeasure(
     rounds: bool = False,
     record: dict | None = None,
     after: tuple[str, ...] = (),
+    needs: str | None = None,
 ) -> dict:
     """The pass of `kind` over a dataset: per unfinished problem, check and time again the configs `select` picks
     from its rows (its part, with the retime kinds `after` applied) and write them as the problem's retime file of
     that kind (an empty one when none is selected). `record`: fields every problem's line in the run log carries
-    (the pass's selection)."""
+    (the pass's selection). `needs`: a pass whose file a problem must have before this one takes it; the others
+    wait, counted in the summary's "waiting"."""
     extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
@@ -760,16 +765,25 @@ def _remeasure(
     except ValueError as exc:
         raise ValueError(f"{root}: {exc}; {kind} on the device, toolchain and kernel that collected it") from None
     done = store.retimes(kind)
+    ready = store.retimes(needs) if needs else None
     todo: list[tuple[Problem, tuple[str, ...]]] = []
+    waiting = 0
     index = {k: store.retimes(k) for k in after}  # listed once, not per problem
     for pid, part in store.parts().items():
         if pid in done:
+            continue
+        if ready is not None and pid not in ready:
+            waiting += 1
             continue
         rows = store.read_problem(pid, index=index, part=part)
         todo.append((problem_from_row(rows.slice(0, 1).to_pylist()[0]), select(rows)))
     n_configs = sum(len(ids) for _, ids in todo)
     log(f"dataset {root}: {len(done)} problems already done; this {kind}: {n_configs} configs {what} in {len(todo)}")
+    if waiting:
+        log(f"{waiting} problems wait for `autoheur data {needs}` first: a later {kind} takes them")
     summary = {"root": str(root), "kind": kind, "todo": len(todo), "already_done": len(done), "done": 0, "configs": 0}
+    if needs:
+        summary["waiting"] = waiting
     if not todo:
         summary["packed"] = store.pack(kind)  # what a run killed before its end left unpacked
         return summary

@@ -501,6 +501,26 @@ def test_polish_end_to_end_after_the_refine(tmp_path):
         runner.polish(root, CollectOptions(reps=5, workers=1), top=0, log=quiet)
 
 
+def test_polish_waits_for_the_refine_of_each_problem(tmp_path):
+    """A refine stopped by its time limit leaves problems unrefined: polish takes the refined ones only, counts the
+    others as waiting and says so, and a later polish takes them once refined."""
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    runner.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=quiet)
+    collect(TINY, root, OPTS, log=quiet)  # the second problem arrives after the refine
+    (refined,) = DatasetStore.load(root).retimes("refine")
+    said: list[str] = []
+    first = runner.polish(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=said.append)
+    assert first["done"] == 1 and first["waiting"] == 1
+    assert set(DatasetStore.load(root).retimes("polish")) == {refined}
+    assert any("1 problems wait for `autoheur data refine` first" in line for line in said)
+    runner.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=quiet)
+    again = runner.polish(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=quiet)
+    assert again["done"] == 1 and again["waiting"] == 0 and again["already_done"] == 1
+    store = DatasetStore.load(root)
+    assert set(store.retimes("polish")) == set(store.parts()) and len(store.parts()) == 2
+
+
 @pytest.mark.parametrize("cmd", ["refine", "polish"])
 def test_pass_cli_passes_its_options_or_the_runners_defaults(monkeypatch, capsys, cmd):
     from autoheur.cli import main
