@@ -780,7 +780,7 @@ def _remeasure(
     n_configs = sum(len(ids) for _, ids in todo)
     log(f"dataset {root}: {len(done)} problems already done; this {kind}: {n_configs} configs {what} in {len(todo)}")
     if waiting:
-        log(f"{waiting} problems wait for `autoheur data {needs}` first: a later {kind} takes them")
+        log(f"waiting for `autoheur data {needs}` first: {waiting} problems, for a later {kind}")
     summary = {"root": str(root), "kind": kind, "todo": len(todo), "already_done": len(done), "done": 0, "configs": 0}
     if needs:
         summary["waiting"] = waiting

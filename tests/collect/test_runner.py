@@ -513,7 +513,7 @@ def test_polish_waits_for_the_refine_of_each_problem(tmp_path):
     first = runner.polish(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=said.append)
     assert first["done"] == 1 and first["waiting"] == 1
     assert set(DatasetStore.load(root).retimes("polish")) == {refined}
-    assert any("1 problems wait for `autoheur data refine` first" in line for line in said)
+    assert any("waiting for `autoheur data refine` first: 1 problems" in line for line in said)
     runner.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=quiet)
     again = runner.polish(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, log=quiet)
     assert again["done"] == 1 and again["waiting"] == 0 and again["already_done"] == 1
