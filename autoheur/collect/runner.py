@@ -749,8 +749,8 @@ def _remeasure(
     """The pass of `kind` over a dataset: per unfinished problem, check and time again the configs `select` picks
     from its rows (its part, with the retime kinds `after` applied) and write them as the problem's retime file of
     that kind (an empty one when none is selected). `record`: fields every problem's line in the run log carries
-    (the pass's selection). `needs`: a pass whose file a problem must have before this one takes it; the others
-    wait, counted in the summary's "waiting"."""
+    (the pass's selection). `needs`: one of `after` whose file a problem must have before this pass takes it; the
+    others wait, counted in the summary's "waiting"."""
     extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
@@ -765,10 +765,10 @@ def _remeasure(
     except ValueError as exc:
         raise ValueError(f"{root}: {exc}; {kind} on the device, toolchain and kernel that collected it") from None
     done = store.retimes(kind)
-    ready = store.retimes(needs) if needs else None
     todo: list[tuple[Problem, tuple[str, ...]]] = []
     waiting = 0
     index = {k: store.retimes(k) for k in after}  # listed once, not per problem
+    ready = index[needs] if needs else None
     for pid, part in store.parts().items():
         if pid in done:
             continue
