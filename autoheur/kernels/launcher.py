@@ -94,8 +94,9 @@ class BoundLaunch:
             self._run(a, b, out, o, *self._scalars, **self._kwargs)
             return out
         out = a.new_empty(self.out_shape, dtype=self.out_dtype)
+        aligned = out.data_ptr() % ALIGN_BYTES == 0
         fast = self._fast
-        if fast is not None and out.data_ptr() % ALIGN_BYTES == 0:
+        if fast is not None and aligned:
             device = self._device_now()
             if device == self._fast_device:
                 try:
@@ -112,7 +113,7 @@ class BoundLaunch:
                     self._fast_ok = True
                     return out
         ret = self._run(a, b, out, o, *self._scalars, **self._kwargs)
-        if self._fast is None and not self._no_fast and out.data_ptr() % ALIGN_BYTES == 0:
+        if self._fast is None and not self._no_fast and aligned:
             self._keep(ret, (a, b, out, o))
         return out
 
