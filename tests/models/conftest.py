@@ -1,4 +1,5 @@
-"""A small real slice of the shipped H100 dataset: 30 problems from four families, 240 configs each."""
+"""A small real slice of the shipped H100 dataset: 30 problems from four families, 240 configs each, as dataset rows
+(`h100_rows`) and as a ranking set (`h100_slice`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ H100 = Path(__file__).resolve().parents[2] / "data" / "nvidia-h100-80gb-hbm3"
 
 
 @pytest.fixture(scope="session")
-def h100_slice() -> RankingSet:
+def h100_rows() -> pd.DataFrame:
+    """The slice's dataset rows (COLUMNS), as `load_dataset` reads them."""
     store = DatasetStore.load(H100)
     index = pd.read_parquet(next(iter(store.parts().values())), columns=["problem_id"])  # schema check
     assert len(index)
@@ -34,5 +36,9 @@ def h100_slice() -> RankingSet:
     df = pa.concat_tables(picked).to_pandas()
     configs = np.sort(df["config_id"].unique())
     keep = set(np.random.default_rng(0).choice(configs, 240, replace=False))
-    df = df[df["config_id"].isin(keep)]
-    return RankingSet.from_frame(df, store.meta.device)
+    return df[df["config_id"].isin(keep)].reset_index(drop=True)
+
+
+@pytest.fixture(scope="session")
+def h100_slice(h100_rows) -> RankingSet:
+    return RankingSet.from_frame(h100_rows, DatasetStore.load(H100).meta.device)
