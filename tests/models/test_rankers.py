@@ -37,15 +37,16 @@ def test_sklearn_contract(name, h100_slice):
 
 
 @pytest.mark.parametrize("name", sorted(RANKERS))
-def test_rank_matches_predict_for_one_problem(name, h100_slice):
-    """Inference (features from the Problem) ranks exactly as predict on the dataset rows does."""
+def test_rank_matches_predict_for_one_problem(name, h100_rows, h100_slice):
+    """Inference (features from the Problem, built from its dataset row) ranks exactly as predict on the dataset rows
+    does."""
     from autoheur.collect.schema import problem_from_row
     from autoheur.kernels.config import KernelConfig
 
     pids = h100_slice.problems
     model = make(name).fit(h100_slice.subset(pids[:20]))
     one = h100_slice.subset([pids[25]])
-    problem = problem_from_row(one.frame.iloc[0])
+    problem = problem_from_row(h100_rows[h100_rows["problem_id"] == pids[25]].iloc[0])
     configs = [KernelConfig.from_id(c) for c in one.frame["config_id"]]
     np.testing.assert_allclose(model.rank(problem, configs, one.device), model.predict(one), rtol=1e-5)
 
