@@ -8,6 +8,7 @@ Examples:
   autoheur collect --workload sampled --layouts 3d2d,2d2d --dtypes float16 --count 50
   autoheur collect --shapes my_shapes.jsonl --gpus all
   autoheur collect --workload backward --count 400   # the gradient GEMMs of the public models' forwards
+  autoheur collect --workload sampled_grad_a --count 300   # the input gradients of the sampled forwards
   autoheur collect --shard 3/8 --out /scratch/h100-3   # one of 8 machines; then: autoheur data merge ...
   autoheur data info data/                  # rows, problems, devices, coverage of every dataset under data/
   autoheur data merge /scratch/h100-* --into data/nvidia-h100-80gb-hbm3
@@ -24,6 +25,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+# autoheur.collect.workloads.WORKLOADS, spelled out so that `--help` does not import torch (a test keeps them equal)
+WORKLOAD_CHOICES = ("default", "public", "models", "sampled", "backward", "sampled_grad_a")
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:
@@ -454,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="time the whole config space over many problems into a dataset",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
     src = p.add_argument_group("problems")
-    src.add_argument("--workload", default="default", choices=["default", "public", "models", "sampled", "backward"])
+    src.add_argument("--workload", default="default", choices=WORKLOAD_CHOICES)
     src.add_argument("--count", type=int, default=400, help="problems in the workload")
     src.add_argument("--layouts", default="2d3d", help="comma-separated: 2d3d,3d2d,2d2d,3d3d")
     src.add_argument("--dtypes", default="bfloat16", help="comma-separated: bfloat16,float16")
@@ -564,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_predict)
 
     p = sub.add_parser("tune", help="run-time tuning (predicted top-k) over a problem list, vs exhaustive")
-    p.add_argument("--workload", default="public", choices=["default", "public", "models", "sampled", "backward"])
+    p.add_argument("--workload", default="public", choices=WORKLOAD_CHOICES)
     p.add_argument("--count", type=int, default=18)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shapes", help="a .jsonl or .csv problem file (see autoheur collect --shapes)")

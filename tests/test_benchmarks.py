@@ -188,8 +188,9 @@ def test_tile_cap_skips_a_full_tile(list_fill):
 def test_by_kind_groups_the_backward_problems_apart():
     by_kind = _load("by_kind")
     assert [by_kind.kind(n) for n in ("qwen3-30b-a3b/gate_up/t16/zipf/grad_a", "mixtral-8x7b/down/t1/uniform/grad_b",
-                                       "sampled/2d2d/bfloat16/7/zipf", "deepseek-v3/down/prefill")] == [
-        "grad_a", "grad_b", "sampled/2d2d", "public"]  # fmt: skip
+                                       "sampled/2d2d/bfloat16/7/zipf", "deepseek-v3/down/prefill",
+                                       "sampled/2d3d/bfloat16/7/zipf/grad_a")] == [
+        "grad_a", "grad_b", "sampled/2d2d", "public", "sampled/grad_a"]  # fmt: skip
     d = pd.DataFrame({
         "model": ["m"] * 4, "problem_id": list("abcd"),
         "problem_name": ["x/p/grad_a", "y/p/grad_a", "sampled/2d3d/bfloat16/1/zipf", "z/down/mid"],

@@ -325,9 +325,25 @@ def sampled_problems(
     return [sample_problem(gen, *combos[i % len(combos)], index=i) for i in range(count)]
 
 
+def sampled_grad_a_problems(count: int, seed: int = 0) -> list[Problem]:
+    """The input-gradient GEMMs (`grad_a` of `gradient_problems`: 2d3d with W N-contiguous) of the sampled 2D x 3D
+    bf16 forwards, in `sampled_problems(count, seed)` order: `count` of them. The backward workload has this layout
+    only for the public-model grid, and it is the kind the rankers place worst; the sampled 2d2d layout already has
+    grad_b's majors. A gradient over the cost caps is skipped (none is today: grad_a moves the forward's bytes)."""
+    gen = torch.Generator().manual_seed(10_007 + seed)  # the stream of sampled_problems(..., ("2d3d",), ("bfloat16",))
+    out: list[Problem] = []
+    for i in itertools.count():
+        if len(out) >= count:
+            return out
+        grad_a, _ = gradient_problems(sample_problem(gen, "2d3d", "bfloat16", index=i))
+        if roofline_ms(grad_a) <= MAX_ROOFLINE_MS and grad_a.min_bytes() <= MAX_BYTES:
+            out.append(grad_a)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 # -- the list a collection works through -----------------------------------------------------------------------------
 
-WORKLOADS = ("default", "public", "models", "sampled", "backward")
+WORKLOADS = ("default", "public", "models", "sampled", "backward", "sampled_grad_a")
 
 
 def workload(
@@ -343,6 +359,7 @@ def workload(
              (only when layouts/dtypes include it); the remaining layouts/dtypes get sampled problems
     public:  the 18 public problems; models: the public-model grid; sampled: problems beyond the models
     backward: the gradient GEMMs of the public-model grid's problems (`backward_problems`)
+    sampled_grad_a: the input-gradient GEMMs of the sampled 2D x 3D forwards (`sampled_grad_a_problems`)
     """
     for lay in layouts:
         if lay not in LAYOUT_NAMES:
@@ -358,6 +375,8 @@ def workload(
         return sampled_problems(count, seed, layouts, dtypes)
     if kind == "backward":
         return backward_problems(count, seed)
+    if kind == "sampled_grad_a":
+        return sampled_grad_a_problems(count, seed)
     if kind != "default":
         raise ValueError(f"workload {kind!r}; expected one of {WORKLOADS}")
     main = "2d3d" in layouts and "bfloat16" in dtypes

@@ -13,6 +13,7 @@ from autoheur.collect.workloads import (
     MAX_ROOFLINE_MS,
     MAX_ROWS,
     ROUTINGS,
+    WORKLOADS,
     backward_problems,
     distribute_rows,
     gradient_problems,
@@ -23,6 +24,7 @@ from autoheur.collect.workloads import (
     public_problems,
     roofline_ms,
     route_tokens,
+    sampled_grad_a_problems,
     sampled_problems,
     workload,
 )
@@ -439,3 +441,25 @@ def test_backward_workload():
     assert len({problem_id(p) for p in w}) == 41
     assert {(p.layout, p.a_major, p.b_major) for p in w} == {("2d3d", "k", "n"), ("2d2d", "m", "n")}
     assert workload("backward", 6, seed=2) != workload("backward", 6)
+
+
+def test_sampled_grad_a_workload():
+    """The input gradients of the sampled 2D x 3D forwards, in their order: the same list for any prefix, each one
+    `gradient_problems`' grad_a of the sampled forward of its index, within the sampled problems' cost caps."""
+    w = workload("sampled_grad_a", 30)
+    assert w == sampled_grad_a_problems(30) and workload("sampled_grad_a", 12) == w[:12]
+    fwds = sampled_problems(len(w) + 10)  # no gradient is over the caps today, so the indices line up
+    for p in w:
+        idx = int(p.name.split("/")[3])
+        assert p == gradient_problems(fwds[idx])[0] and p.name == f"{fwds[idx].name}/grad_a"
+        assert roofline_ms(p) <= MAX_ROOFLINE_MS and p.min_bytes() <= MAX_BYTES
+    assert {(p.layout, p.a_major, p.b_major, p.dtype) for p in w} == {("2d3d", "k", "n", "bfloat16")}
+    assert len({problem_id(p) for p in w}) == 30
+    assert not {problem_id(p) for p in w} & {problem_id(p) for p in sampled_problems(30)}
+    assert workload("sampled_grad_a", 5, seed=1) != w[:5]
+
+
+def test_cli_workload_choices_are_the_workloads():
+    from autoheur.cli import WORKLOAD_CHOICES
+
+    assert WORKLOAD_CHOICES == WORKLOADS
