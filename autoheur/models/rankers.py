@@ -4,8 +4,9 @@ All follow the scikit-learn contract: `__init__` stores hyperparameters only, `f
 ends in `_`. `train` and the argument of `predict` are `RankingSet`s (one query per problem); `predict` returns one
 score per row (higher = better). `rank(problem, configs, device)` scores the candidate configs of a new problem.
 
-  xgb_ranker    XGBoost learning-to-rank on the features, graded relevance labels (the default: an ensemble of a
-                pairwise and an NDCG LambdaMART, and a near-best re-ranker over its best 48; see XGBRankerModel)
+  xgb_ranker    XGBoost learning-to-rank on the features, graded relevance labels (the default: per layout kind, the
+                2D x 2D problems and the rest, an ensemble of a pairwise and an NDCG LambdaMART and a near-best
+                re-ranker over its best 48; see XGBRankerModel)
   xgb_regressor XGBoost regression of log relative time (clipped at 4x), ranked by the prediction
   nearest       the best configs of the closest training problem (the per-GPU lookup tables of serving engines)
   fixed_list    one list for all problems: a greedy cover of the training problems (the best fixed list of k)
@@ -20,7 +21,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -35,22 +36,34 @@ EFF_FLOOR = 0.01  # efficiency of an unusable config (a 100x slowdown) in the li
 REL_CLIP = 4.0  # relative times beyond this are "hopeless" alike for the regressor
 
 
-def _subsample(rs: RankingSet, per_problem: int | None, top: int, seed: int) -> RankingSet:
-    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all."""
+def _rows(rs: RankingSet, rows: np.ndarray) -> RankingSet:
+    return RankingSet(rs.frame.iloc[rows].reset_index(drop=True), rs.X[rows], rs.device)
+
+
+def _problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[np.ndarray]:
+    """Each problem's row indices, in frame order; only the problems whose rows `within` (a row mask, or None: all)
+    holds. Problems, not rows: a layout expert's rows are whole problems."""
+    groups = rs.frame.groupby("problem_id", sort=False).indices.values()
+    return [idx for idx in groups if within is None or within[idx[0]]]
+
+
+def _subsample(rs: RankingSet, per_problem: int | None, top: int, seed: int, within=None) -> RankingSet:
+    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all; only the
+    problems of `within` (a row mask; None: all). The result is the same as that of the problems taken out first,
+    without copying them out of a large set."""
     if per_problem is None:
-        return rs
+        return rs if within is None else _rows(rs, np.flatnonzero(within))
     rng = np.random.default_rng(seed)
     keep = []
     rel = rs.frame["rel_time"].to_numpy()
-    for idx in rs.frame.groupby("problem_id", sort=False).indices.values():
+    for idx in _problem_rows(rs, within):
         if len(idx) <= per_problem:
             keep.append(idx)
             continue
         order = idx[np.argsort(rel[idx], kind="stable")]
         rest = rng.choice(order[top:], size=per_problem - top, replace=False)
         keep.append(np.sort(np.concatenate([order[:top], rest])))
-    rows = np.concatenate(keep)
-    return RankingSet(rs.frame.iloc[rows].reset_index(drop=True), rs.X[rows], rs.device)
+    return _rows(rs, np.concatenate(keep))
 
 
 class Ranker:
@@ -163,6 +176,47 @@ class XGBRankerModel(_Boosted):
     # Per-query weights in every LambdaMART fit (members and re-ranker): (feature, weight) pairs; a problem whose
     # feature is nonzero (e.g. "layout_2d2d") counts `weight` times in the loss. () weighs every problem alike.
     query_weights: tuple[tuple[str, float], ...] = ()
+    # Layout experts: one model (this one's hyperparameters, no experts) per kind of problem, each fitted on its
+    # problems only. A problem goes to the first expert whose feature in `experts` it has (nonzero), else to the
+    # last, which takes the rest; () fits one model for all. Why ("layout_2d2d",) by default: the ragged-K layout
+    # (2D x 2D, the weight gradient) missed the oracle twice as often as 2D x 3D in one shared model, and weighing its
+    # queries up there (`query_weights`) cost the others; apart, each kind gets the whole boosting budget. On the dev
+    # CV (BENCHMARKS.md, "Learned ranking", stop 40) the oracle in the top 10 rose on both seeds, on 2D x 2D and on
+    # the public forward problems alike, for the same fit time (the experts split the same rows).
+    experts: tuple[str, ...] = ("layout_2d2d",)
+
+    def _route(self, X: np.ndarray) -> np.ndarray:
+        """Per row (a problem's features are on each of its rows), the index of its expert: 0..len(experts)."""
+        out = np.full(len(X), len(self.experts), dtype=np.int64)
+        for i in reversed(range(len(self.experts))):
+            out[X[:, FEATURE_NAMES.index(self.experts[i])] != 0] = i
+        return out
+
+    def _fit_experts(self, train: RankingSet) -> XGBRankerModel:
+        """Each expert fits on its problems of `train`, passed as a row mask: a fit reads a sample of each problem's
+        rows, and a copy of the whole set per expert would not fit in memory (the H200's training set with its
+        auxiliary data is 14 million rows)."""
+        route = self._route(train.X)
+        self.experts_: dict[int, XGBRankerModel] = {}
+        problems: dict[int, int] = {}
+        for e in np.unique(route).tolist():
+            within = route == e
+            expert = replace(self, experts=())
+            expert.experts_ = None
+            self.experts_[e] = expert._fit_within(train, within)
+            problems[e] = int(train.frame["problem_id"][within].nunique())
+        # a kind no training problem had goes to the expert of the most problems (never an error at inference)
+        self.fallback_ = max(problems, key=lambda e: problems[e])
+        self.objective_ = self.experts_[self.fallback_].objective_
+        total = sum(problems.values())
+        self.feature_importances_ = {
+            f: sum(problems[e] * m.feature_importances_[f] for e, m in self.experts_.items()) / total
+            for f in FEATURE_NAMES
+        }  # fmt: skip
+        return self
+
+    def _expert(self, e: int) -> XGBRankerModel:
+        return self.experts_.get(e, self.experts_[self.fallback_])
 
     def _masked(self, X: np.ndarray) -> np.ndarray:
         ignored = getattr(self, "ignore_features", ())  # models pickled before the field have none
@@ -174,6 +228,13 @@ class XGBRankerModel(_Boosted):
 
     def fit(self, train: RankingSet) -> XGBRankerModel:
         self._check_features()
+        if self.experts:
+            return self._fit_experts(train)
+        self.experts_ = None
+        return self._fit_within(train, None)
+
+    def _fit_within(self, train: RankingSet, within: np.ndarray | None) -> XGBRankerModel:
+        """One model (no experts) on the problems of `train` that the row mask `within` holds (None: all)."""
         train = RankingSet(train.frame, self._masked(train.X), train.device)
         check_thresholds(self.relevance)
         self._check_rerank()
@@ -182,16 +243,16 @@ class XGBRankerModel(_Boosted):
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
         if self.objective == "auto":
-            self.selection_ = select_objective(self, train)
+            self.selection_ = select_objective(self, train if within is None else _rows(train, np.flatnonzero(within)))
             self.objective_ = max(self.selection_, key=lambda o: self.selection_[o])
         elif self.objective in (*OBJECTIVES, ENSEMBLE):
             self.objective_ = self.objective
         else:
             raise ValueError(f"objective={self.objective!r}: expected one of {(*OBJECTIVES, ENSEMBLE, 'auto')}")
-        return self._fit(train, self.objective_)
+        return self._fit(train, self.objective_, within)
 
-    def _fit(self, train: RankingSet, objective: str) -> XGBRankerModel:
-        sub = _subsample(train, self.per_problem, self.top, self.random_state)
+    def _fit(self, train: RankingSet, objective: str, within: np.ndarray | None = None) -> XGBRankerModel:
+        sub = _subsample(train, self.per_problem, self.top, self.random_state, within)
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
         seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
@@ -199,7 +260,7 @@ class XGBRankerModel(_Boosted):
             lambda n, o=o, s=s: self._fit_one(sub, o, seed=s, n_jobs=n) for o, s in zip(objectives, seeds, strict=True)
         ]
         if self.rerank_top > 0:
-            jobs.append(lambda n: self._fit_reranker(train, n_jobs=n))
+            jobs.append(lambda n: self._fit_reranker(train, n_jobs=n, within=within))
         fitted = self._side_by_side(jobs)
         self.members_ = fitted[: len(objectives)]
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
@@ -222,13 +283,17 @@ class XGBRankerModel(_Boosted):
     def _check_features(self) -> None:
         weighted = {f for f, _ in self.query_weights}
         unknown = sorted(set(self.ignore_features) - set(FEATURE_NAMES)) + sorted(weighted - set(FEATURE_NAMES))
+        unknown += sorted(set(self.experts) - set(FEATURE_NAMES))
+        if set(self.experts) & set(self.ignore_features):
+            raise ValueError("experts names a feature that ignore_features zeroes; route by another feature")
         if any(not w > 0 for _, w in self.query_weights):
             raise ValueError(f"query_weights={self.query_weights!r}: every weight must be positive")
         if weighted & set(self.ignore_features):  # an ignored column is zeroed: it would weigh nothing
             raise ValueError("query_weights names a feature that ignore_features zeroes; weigh by another feature")
         if unknown:
             raise ValueError(
-                f"ignore_features / query_weights name unknown features {unknown}; see autoheur.features.FEATURE_NAMES"
+                f"ignore_features / query_weights / experts name unknown features {unknown}; see "
+                "autoheur.features.FEATURE_NAMES"
             )
 
     def _check_rerank(self) -> None:
@@ -245,12 +310,12 @@ class XGBRankerModel(_Boosted):
         except ValueError as e:
             raise ValueError(f"rerank_relevance: {e}") from None
 
-    def _fit_reranker(self, train: RankingSet, n_jobs: int | None = None):
+    def _fit_reranker(self, train: RankingSet, n_jobs: int | None = None, within: np.ndarray | None = None):
         f = train.frame
         ok = (f["status"] == "ok").to_numpy()
         rel = np.where(ok, f["rel_time"].to_numpy(), np.inf)
         keep = []
-        for idx in f.groupby("problem_id", sort=False).indices.values():
+        for idx in _problem_rows(train, within):
             order = idx[np.argsort(rel[idx], kind="stable")]
             keep.append(np.sort(order[: min(self.rerank_rows, int(np.isfinite(rel[idx]).sum()))]))
         rows = np.concatenate(keep)
@@ -388,10 +453,20 @@ class XGBRankerModel(_Boosted):
         return self._rerank(X, picked, out)
 
     def predict(self, data: RankingSet) -> np.ndarray:
+        if getattr(self, "experts_", None):  # models pickled before the field have none
+            route = self._route(data.X)
+            out = np.zeros(len(data.X), dtype=np.float64)
+            for e in np.unique(route).tolist():
+                mask = route == e
+                part = RankingSet(data.frame[mask].reset_index(drop=True), data.X[mask], data.device)
+                out[mask] = self._expert(e).predict(part)
+            return out
         groups = list(data.frame.groupby("problem_id", sort=False).indices.values())
         return self._two_stage(self._masked(data.X), groups)
 
     def predict_X(self, X, config_ids):
+        if getattr(self, "experts_", None):  # one problem: one expert
+            return self._expert(int(self._route(X[:1])[0])).predict_X(X, config_ids)
         return self._two_stage(self._masked(X), [np.arange(len(X))])
 
 
@@ -614,6 +689,7 @@ FAMILY_PARAMS: dict[str, dict[str, dict]] = {
             "relevance": RELEVANCE_THRESHOLDS,
             "rerank_top": 0,
             "ignore_features": CRIT_FEATURES,
+            "experts": (),  # one layout (2D x 3D) in its data, and the single model its figures were measured on
         }
     }
 }

@@ -209,15 +209,17 @@ def test_train_applies_the_family_defaults(tmp_path):
     assert model.meta["family"] == "inductor"
     assert tuple(model.ranker.relevance) == RELEVANCE_THRESHOLDS  # the 6 grades its shipped model was trained on
     assert model.ranker.rerank_top == 0 and model.ranker.reranker_ is None  # nor a near-best re-ranker
+    assert model.ranker.experts == () and model.ranker.experts_ is None  # one model, as its shipped one
     forced = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params={**small, "objective": ENSEMBLE})
     assert forced.meta["objective"] == ENSEMBLE  # explicit parameters still win
 
 
 def test_the_triton_family_trains_the_ensemble(trained):
     model, _ = trained
-    assert model.meta["objective"] == "ensemble" and len(model.ranker.members_) == 2
-    assert tuple(model.ranker.relevance) == TRAIN_RELEVANCE
-    assert model.ranker.rerank_top == 48 and model.ranker.reranker_ is not None
+    assert model.meta["objective"] == "ensemble" and model.ranker.experts == ("layout_2d2d",)
+    for expert in model.ranker.experts_.values():  # one per layout kind the training data has
+        assert len(expert.members_) == 2 and tuple(expert.relevance) == TRAIN_RELEVANCE
+        assert expert.rerank_top == 48 and expert.reranker_ is not None
 
 
 def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autoheur.features import FEATURE_NAMES
 from autoheur.models.data import RankingSet, family
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS, FixedBest, FixedList, NearestProblem, XGBRankerModel
@@ -102,7 +103,7 @@ def test_xgb_ranker_beats_random_on_held_out_problems(h100_slice):
 
 
 def test_objective_auto_selects_on_inner_folds_only(h100_slice):
-    m = XGBRankerModel(objective="auto", n_estimators=10, max_depth=3, n_jobs=1)
+    m = XGBRankerModel(experts=(), objective="auto", n_estimators=10, max_depth=3, n_jobs=1)
     m.fit(h100_slice.subset(h100_slice.problems[:16]))
     assert set(m.selection_) == {"rank:ndcg", "rank:pairwise"}
     assert m.objective_ == max(m.selection_, key=m.selection_.get)
@@ -114,7 +115,9 @@ def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
     from autoheur.models.rankers import ENSEMBLE_MEMBERS
 
     pids = h100_slice.problems
-    m = XGBRankerModel(n_estimators=60, max_depth=3, n_jobs=1, rerank_top=0)  # the blend alone (see the rerank tests)
+    m = XGBRankerModel(
+        experts=(), n_estimators=60, max_depth=3, n_jobs=1, rerank_top=0
+    )  # the blend alone (see the rerank tests)
     m.shortlist = 40  # fewer than a problem's configs, so the shortlist matters
     assert m.objective == "ensemble"
     m.fit(h100_slice.subset(pids[:20]))
@@ -141,7 +144,7 @@ def test_booster_predict_is_inplace_predict_with_or_without_the_c_entry_point(h1
 
     from autoheur.models.rankers import booster_predict
 
-    m = XGBRankerModel(n_estimators=30, max_depth=3, n_jobs=1, objective="rank:pairwise").fit(h100_slice)
+    m = XGBRankerModel(experts=(), n_estimators=30, max_depth=3, n_jobs=1, objective="rank:pairwise").fit(h100_slice)
     booster, X = m.members_[0].get_booster(), h100_slice.X[:300]
     for begin, end in [(0, 0), (0, 10), (10, 30)]:
         want = booster.inplace_predict(X, iteration_range=(begin, end)).astype(np.float64)
@@ -159,13 +162,13 @@ def test_booster_predict_is_inplace_predict_with_or_without_the_c_entry_point(h1
 
 def test_unknown_objective_is_refused(h100_slice):
     with pytest.raises(ValueError, match="objective='rank:map'"):
-        XGBRankerModel(objective="rank:map").fit(h100_slice.subset(h100_slice.problems[:4]))
+        XGBRankerModel(experts=(), objective="rank:map").fit(h100_slice.subset(h100_slice.problems[:4]))
 
 
 def test_a_model_saved_before_ensembles_still_predicts(h100_slice):
     """Models pickled before the ensemble had one booster in `model_` and no `members_`: they score as they did."""
     pids = h100_slice.problems
-    m = XGBRankerModel(objective="rank:pairwise", n_estimators=60, max_depth=3, n_jobs=1)
+    m = XGBRankerModel(experts=(), objective="rank:pairwise", n_estimators=60, max_depth=3, n_jobs=1)
     m.fit(h100_slice.subset(pids[:20]))
     test = h100_slice.subset(pids[20:24])
     expected = m.predict(test)
@@ -187,7 +190,7 @@ def test_training_labels_follow_the_relevance_thresholds():
 @pytest.mark.parametrize("bad", [(), (0.9, 1.1), (1.0, 1.0, 1.2), (1.2, 1.1), tuple(1 + i / 100 for i in range(32))])
 def test_bad_relevance_thresholds_are_refused(bad, h100_slice):
     with pytest.raises(ValueError, match="relevance="):
-        XGBRankerModel(relevance=bad).fit(h100_slice.subset(h100_slice.problems[:4]))
+        XGBRankerModel(experts=(), relevance=bad).fit(h100_slice.subset(h100_slice.problems[:4]))
 
 
 def test_the_ranker_learns_from_its_own_labels(h100_slice, monkeypatch):
@@ -201,7 +204,9 @@ def test_the_ranker_learns_from_its_own_labels(h100_slice, monkeypatch):
     )
     train = h100_slice.subset(h100_slice.problems[:6])
     # one thread: the fits one after another, the member first
-    XGBRankerModel(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1).fit(train)
+    XGBRankerModel(experts=(), objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1).fit(
+        train
+    )
     np.testing.assert_array_equal(seen[0], XGBRankerModel().labels(train.frame))
     assert seen[0].max() == 9 and train.frame["label"].max() == 6
 
@@ -213,7 +218,9 @@ def test_rerank_reorders_the_best_rerank_top_and_keeps_the_lead_first(mode, h100
     and the weighted re-ranker ("add")."""
     pids = h100_slice.problems
     kw = dict(n_estimators=60, max_depth=3, n_jobs=1)
-    m = XGBRankerModel(**kw, rerank_top=12, rerank_mode=mode, rerank_weight=1.5).fit(h100_slice.subset(pids[:20]))
+    m = XGBRankerModel(experts=(), **kw, rerank_top=12, rerank_mode=mode, rerank_weight=1.5).fit(
+        h100_slice.subset(pids[:20])
+    )
     one = h100_slice.subset([pids[25]])
     scores = m.predict(one)
     reranker, m.reranker_ = m.reranker_, None  # the same model without its re-ranker: the blend
@@ -242,7 +249,7 @@ def test_rerank_learns_the_fastest_rows_under_its_own_grades(h100_slice, monkeyp
         xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append((np.asarray(y), kw["qid"])) or real(self, X, y, **kw)
     )
     train = h100_slice.subset(h100_slice.problems[:6])
-    XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=8, rerank_rows=10, n_jobs=1).fit(train)
+    XGBRankerModel(experts=(), n_estimators=5, max_depth=3, rerank_top=8, rerank_rows=10, n_jobs=1).fit(train)
     y, qid = seen[-1]  # one thread: the fits one after another, the members first, the re-ranker last
     assert len(seen) == 3 and np.bincount(qid).tolist() == [10] * 6
     f = train.frame
@@ -258,7 +265,7 @@ def test_rerank_learns_the_fastest_rows_under_its_own_grades(h100_slice, monkeyp
 )
 def test_bad_rerank_settings_are_refused(bad, h100_slice):
     with pytest.raises(ValueError, match="rerank"):
-        XGBRankerModel(rerank_top=8, **bad).fit(h100_slice.subset(h100_slice.problems[:4]))
+        XGBRankerModel(experts=(), rerank_top=8, **bad).fit(h100_slice.subset(h100_slice.problems[:4]))
 
 
 def test_rerank_regression_fits_the_capped_log_relative_time(h100_slice, monkeypatch):
@@ -273,7 +280,7 @@ def test_rerank_regression_fits_the_capped_log_relative_time(h100_slice, monkeyp
     )
     train = h100_slice.subset(h100_slice.problems[:6])
     kw = dict(rerank_top=8, rerank_rows=10, rerank_relevance=(1.0, 1.01, 1.05), rerank_estimators=7)
-    m = XGBRankerModel(n_estimators=5, max_depth=3, rerank_objective="reg:squarederror", **kw).fit(train)
+    m = XGBRankerModel(experts=(), n_estimators=5, max_depth=3, rerank_objective="reg:squarederror", **kw).fit(train)
     ((model, y),) = seen
     assert model is m.reranker_ and model.n_estimators == 7 and len(y) == 60
     expected = []
@@ -294,7 +301,9 @@ def test_members_repeat_an_objective_under_another_seed(h100_slice, monkeypatch)
     monkeypatch.setattr(xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(self) or real(self, X, y, **kw))
     members = ("rank:pairwise", "rank:ndcg", "rank:pairwise")
     train = h100_slice.subset(h100_slice.problems[:6])
-    m = XGBRankerModel(n_estimators=5, max_depth=3, rerank_top=0, members=members, pairs=4, random_state=3, n_jobs=1)
+    m = XGBRankerModel(
+        experts=(), n_estimators=5, max_depth=3, rerank_top=0, members=members, pairs=4, random_state=3, n_jobs=1
+    )
     m.fit(train)
     assert len(m.members_) == 3 and [s.objective for s in seen] == list(members)
     assert [s.random_state for s in seen] == [3, 3, 4] and {
@@ -305,13 +314,15 @@ def test_members_repeat_an_objective_under_another_seed(h100_slice, monkeypatch)
 @pytest.mark.parametrize("bad", [dict(members=()), dict(members=("rank:map",)), dict(pairs=0)])
 def test_bad_member_settings_are_refused(bad, h100_slice):
     with pytest.raises(ValueError, match="members|pairs"):
-        XGBRankerModel(**bad).fit(h100_slice.subset(h100_slice.problems[:4]))
+        XGBRankerModel(experts=(), **bad).fit(h100_slice.subset(h100_slice.problems[:4]))
 
 
 def test_a_model_saved_before_the_reranker_still_predicts(h100_slice):
     """Models pickled before the re-ranker have no `reranker_`: they score as the blend."""
     pids = h100_slice.problems
-    m = XGBRankerModel(n_estimators=20, max_depth=3, n_jobs=1, rerank_top=0).fit(h100_slice.subset(pids[:20]))
+    m = XGBRankerModel(experts=(), n_estimators=20, max_depth=3, n_jobs=1, rerank_top=0).fit(
+        h100_slice.subset(pids[:20])
+    )
     test = h100_slice.subset(pids[20:24])
     expected = m.predict(test)
     del m.reranker_
@@ -326,7 +337,7 @@ def test_fits_side_by_side_are_the_fits_one_after_another(h100_slice):
 
     train, test = h100_slice.subset(h100_slice.problems[:12]), h100_slice.subset(h100_slice.problems[12:16])
     kw = dict(n_estimators=25, max_depth=4, rerank_top=16, rerank_rows=24)
-    one, two, auto = (XGBRankerModel(**kw, n_jobs=n).fit(train) for n in (1, 2, None))
+    one, two, auto = (XGBRankerModel(experts=(), **kw, n_jobs=n).fit(train) for n in (1, 2, None))
     for m in (two, auto):
         np.testing.assert_array_equal(m.predict(test), one.predict(test))
         assert m.feature_importances_ == one.feature_importances_
@@ -345,11 +356,11 @@ def test_ignored_features_are_never_read(h100_slice):
     cols = [FEATURE_NAMES.index(f) for f in CRIT_FEATURES]
     train, test = h100_slice.subset(h100_slice.problems[:12]), h100_slice.subset(h100_slice.problems[12:16])
     kw = dict(n_estimators=20, max_depth=4, rerank_top=16, rerank_rows=24, n_jobs=1)
-    m = XGBRankerModel(**kw, ignore_features=CRIT_FEATURES).fit(train)
+    m = XGBRankerModel(experts=(), **kw, ignore_features=CRIT_FEATURES).fit(train)
     assert all(m.feature_importances_[f] == 0 for f in CRIT_FEATURES)
     zeroed = train.X.copy()
     zeroed[:, cols] = 0.0
-    plain = XGBRankerModel(**kw).fit(RankingSet(train.frame, zeroed, train.device))
+    plain = XGBRankerModel(experts=(), **kw).fit(RankingSet(train.frame, zeroed, train.device))
     np.testing.assert_array_equal(
         m.predict(test), plain.predict(RankingSet(test.frame, _zero(test.X, cols), test.device))
     )
@@ -359,7 +370,7 @@ def test_ignored_features_are_never_read(h100_slice):
     np.testing.assert_array_equal(m.predict_X(noisy[:50], None), m.predict_X(test.X[:50], None))
     assert train.X[:, cols].any(), "the slice must carry non-zero values in those columns, or this checks nothing"
     with pytest.raises(ValueError, match="unknown features"):
-        XGBRankerModel(**kw, ignore_features=("no_such_feature",)).fit(train)
+        XGBRankerModel(experts=(), **kw, ignore_features=("no_such_feature",)).fit(train)
 
 
 def _zero(X: np.ndarray, cols: list[int]) -> np.ndarray:
@@ -385,16 +396,63 @@ def test_query_weights_weigh_each_problem_by_its_features(h100_slice, monkeypatc
     per_problem = pd.Series(train.X[:, col] != 0).groupby(train.frame["problem_id"].to_numpy(), sort=False).first()
     assert per_problem.any() and not per_problem.all(), "the slice must mix both values, or this checks nothing"
     kw = dict(objective="rank:ndcg", n_estimators=5, max_depth=3, per_problem=None, n_jobs=1, rerank_top=8)
-    XGBRankerModel(**kw, query_weights=(("a_k_major", 3.0), ("layout_3d3d", 5.0))).fit(train)
+    XGBRankerModel(experts=(), **kw, query_weights=(("a_k_major", 3.0), ("layout_3d3d", 5.0))).fit(train)
     assert len(seen) == 2  # the member and the re-ranker, each weighted
     for w in seen:
         np.testing.assert_array_equal(w, np.where(per_problem.to_numpy(), 3.0, 1.0))  # no 3D x 3D in the slice
     seen.clear()
-    XGBRankerModel(**kw).fit(train)
+    XGBRankerModel(experts=(), **kw).fit(train)
     assert seen == [None, None]
     with pytest.raises(ValueError, match="positive"):
-        XGBRankerModel(**kw, query_weights=(("a_k_major", 0.0),)).fit(train)
+        XGBRankerModel(experts=(), **kw, query_weights=(("a_k_major", 0.0),)).fit(train)
     with pytest.raises(ValueError, match="unknown features"):
-        XGBRankerModel(**kw, query_weights=(("no_such_feature", 2.0),)).fit(train)
+        XGBRankerModel(experts=(), **kw, query_weights=(("no_such_feature", 2.0),)).fit(train)
     with pytest.raises(ValueError, match="ignore_features zeroes"):
-        XGBRankerModel(**kw, query_weights=(("a_k_major", 2.0),), ignore_features=("a_k_major",)).fit(train)
+        XGBRankerModel(experts=(), **kw, query_weights=(("a_k_major", 2.0),), ignore_features=("a_k_major",)).fit(train)
+
+
+def _by_layout(rs: RankingSet, two_d_two_d: bool) -> RankingSet:
+    col = rs.X[:, FEATURE_NAMES.index("layout_2d2d")] != 0
+    return rs.subset(rs.frame.loc[col == two_d_two_d, "problem_id"].unique())
+
+
+def test_layout_experts_are_each_kinds_own_model(h100_slice):
+    """The default routes 2D x 2D problems to a model fitted on them alone and the rest to one fitted on the rest:
+    its scores are exactly those of the two single models fitted apart (XGBoost is deterministic here), both in
+    `predict` over many problems and in `predict_X` (inference's path) for one."""
+    pids = h100_slice.problems
+    train, test = h100_slice.subset(pids[::2]), h100_slice.subset(pids[1::2])
+    kw = dict(n_estimators=6, max_depth=3, n_jobs=1, rerank_top=8)
+    m = XGBRankerModel(**kw).fit(train)
+    assert m.experts == ("layout_2d2d",) and sorted(m.experts_) == [0, 1]
+    for two_d_two_d, e in ((True, 0), (False, 1)):
+        part, part_test = _by_layout(train, two_d_two_d), _by_layout(test, two_d_two_d)
+        assert len(part.problems) and len(part_test.problems), "the slice must hold both kinds, or this checks nothing"
+        alone = XGBRankerModel(experts=(), **kw).fit(part)
+        want = alone.predict(part_test)
+        mask = test.frame["problem_id"].isin(set(part_test.problems)).to_numpy()
+        np.testing.assert_array_equal(m.predict(test)[mask], want)
+        one = part_test.subset(part_test.problems[:1])
+        np.testing.assert_array_equal(m.predict_X(one.X, None), alone.predict_X(one.X, None))
+        assert m.experts_[e].experts == () and m.experts_[e].experts_ is None
+    total = sum(m.feature_importances_.values())
+    assert np.isclose(total, 1.0, atol=1e-4)  # a problem-weighted mean of the experts' (each sums to 1)
+
+
+def test_a_kind_no_expert_saw_goes_to_the_largest(h100_slice):
+    """Trained without 2D x 2D problems, the model has one expert, and a 2D x 2D problem is ranked by it rather
+    than refused: inference must rank whatever problem it is given."""
+    kw = dict(n_estimators=5, max_depth=3, n_jobs=1, rerank_top=0)
+    train = _by_layout(h100_slice, False)
+    m = XGBRankerModel(**kw).fit(train)
+    assert list(m.experts_) == [1] and m.fallback_ == 1
+    test = _by_layout(h100_slice, True)
+    np.testing.assert_array_equal(m.predict(test), XGBRankerModel(experts=(), **kw).fit(train).predict(test))
+
+
+def test_experts_must_name_a_known_feature_the_model_reads(h100_slice):
+    train = h100_slice.subset(h100_slice.problems[:4])
+    with pytest.raises(ValueError, match="unknown features"):
+        XGBRankerModel(experts=("no_such_feature",)).fit(train)
+    with pytest.raises(ValueError, match="route by another feature"):
+        XGBRankerModel(experts=("layout_2d2d",), ignore_features=("layout_2d2d",)).fit(train)
