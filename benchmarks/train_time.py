@@ -2,7 +2,8 @@
 under 2 minutes on 2 CPU cores). Run it on an otherwise idle machine.
 
 Loads the dataset (not timed), then fits `XGBRankerModel()` as `autoheur train` does (timed: `fit_s`), then again
-step by step to show where the time goes: the row subsample, each ensemble member, the near-best re-ranker.
+step by step to show where the time goes: per layout expert, the row subsample, each ensemble member, the near-best
+re-ranker (one after another here; `fit` runs each expert's three fits side by side).
 
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json]
 """
@@ -42,23 +43,29 @@ def main() -> None:
 
     steps = {}
     m = XGBRankerModel()
-    t0 = time.perf_counter()
-    sub = _subsample(train, m.per_problem, m.top, m.random_state)
-    steps["subsample"] = time.perf_counter() - t0
     assert m.objective == ENSEMBLE
-    for obj in m.members:
+    route = m._route(train.X)
+    names = [*m.experts, "the rest"]
+    sub_rows = 0
+    for e in sorted(set(route.tolist())):  # per layout expert: its row subsample, each ensemble member, its re-ranker
+        within = route == e
         t0 = time.perf_counter()
-        m._fit_one(sub, obj, seed=m.random_state)
-        steps[f"member {obj}"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    m._fit_reranker(train)
-    steps["reranker"] = time.perf_counter() - t0
+        sub = _subsample(train, m.per_problem, m.top, m.random_state, within)
+        steps[f"{names[e]}: subsample"] = time.perf_counter() - t0
+        sub_rows += len(sub.frame)
+        for obj in m.members:
+            t0 = time.perf_counter()
+            m._fit_one(sub, obj, seed=m.random_state)
+            steps[f"{names[e]}: member {obj}"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        m._fit_reranker(train, within=within)
+        steps[f"{names[e]}: reranker"] = time.perf_counter() - t0
 
     res = {
         "data": args.data,
         "problems": int(train.frame["problem_id"].nunique()),
         "rows": len(train.frame),
-        "subsample_rows": len(sub.frame),
+        "subsample_rows": sub_rows,
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "load_s": round(load_s, 1),
