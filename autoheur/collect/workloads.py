@@ -19,7 +19,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -321,8 +321,14 @@ def sampled_problems(
 ) -> list[Problem]:
     """`count` sampled problems, cycling over layouts x dtypes; the same arguments always give the same list."""
     combos = [(lay, dt) for lay in layouts for dt in dtypes]
+    return list(itertools.islice(_sampled_stream(seed, combos), count))
+
+
+def _sampled_stream(seed: int, combos: Sequence[tuple[str, str]]) -> Iterator[Problem]:
+    """`sampled_problems`' list, without end."""
     gen = torch.Generator().manual_seed(10_007 + seed)
-    return [sample_problem(gen, *combos[i % len(combos)], index=i) for i in range(count)]
+    for i in itertools.count():
+        yield sample_problem(gen, *combos[i % len(combos)], index=i)
 
 
 def sampled_grad_a_problems(count: int, seed: int = 0) -> list[Problem]:
@@ -330,15 +336,9 @@ def sampled_grad_a_problems(count: int, seed: int = 0) -> list[Problem]:
     bf16 forwards, in `sampled_problems(count, seed)` order: `count` of them. The backward workload has this layout
     only for the public-model grid, and it is the kind the rankers place worst; the sampled 2d2d layout already has
     grad_b's majors. A gradient over the cost caps is skipped (none is today: grad_a moves the forward's bytes)."""
-    gen = torch.Generator().manual_seed(10_007 + seed)  # the stream of sampled_problems(..., ("2d3d",), ("bfloat16",))
-    out: list[Problem] = []
-    for i in itertools.count():
-        if len(out) >= count:
-            return out
-        grad_a, _ = gradient_problems(sample_problem(gen, "2d3d", "bfloat16", index=i))
-        if roofline_ms(grad_a) <= MAX_ROOFLINE_MS and grad_a.min_bytes() <= MAX_BYTES:
-            out.append(grad_a)
-    raise AssertionError("unreachable")  # pragma: no cover
+    grads = (gradient_problems(fwd)[0] for fwd in _sampled_stream(seed, (("2d3d", "bfloat16"),)))
+    within = (g for g in grads if roofline_ms(g) <= MAX_ROOFLINE_MS and g.min_bytes() <= MAX_BYTES)
+    return list(itertools.islice(within, count))
 
 
 # -- the list a collection works through -----------------------------------------------------------------------------

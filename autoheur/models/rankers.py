@@ -458,8 +458,7 @@ class XGBRankerModel(_Boosted):
             out = np.zeros(len(data.X), dtype=np.float64)
             for e in np.unique(route).tolist():
                 mask = route == e
-                part = RankingSet(data.frame[mask].reset_index(drop=True), data.X[mask], data.device)
-                out[mask] = self._expert(e).predict(part)
+                out[mask] = self._expert(e).predict(_rows(data, np.flatnonzero(mask)))
             return out
         groups = list(data.frame.groupby("problem_id", sort=False).indices.values())
         return self._two_stage(self._masked(data.X), groups)
