@@ -1,8 +1,9 @@
-"""What the GPU benchmarks share: the record of where and how a run was taken, and the geometric mean."""
+"""What the benchmarks share: the record of where and how a run was taken (GPU or CPU), and the geometric mean."""
 
 from __future__ import annotations
 
 import math
+import platform
 import sys
 import time
 
@@ -19,6 +20,16 @@ def run_env() -> dict:
         "date": time.strftime("%Y-%m-%d"),
         "argv": sys.argv,
     }
+
+
+def cpu_model() -> str:
+    """This machine's CPU model name (/proc/cpuinfo), for the CPU benchmarks: the lent 2-core machines differ
+    between sessions (AMD EPYC, Intel Xeon), and their figures with them."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        return platform.processor()
 
 
 def geomean(xs) -> float:

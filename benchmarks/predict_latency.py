@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from autoheur.collect.workloads import public_problems, workload
-from autoheur.models.artifact import TrainedModel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autoheur.collect.workloads import public_problems, workload  # noqa: E402
+from autoheur.models.artifact import TrainedModel  # noqa: E402
+from benchmarks.common import cpu_model  # noqa: E402
 
 
 def main() -> None:
@@ -37,7 +41,7 @@ def main() -> None:
             t0 = time.perf_counter()
             model.top_k(p, 10)
             times.append((time.perf_counter() - t0) * 1e3)
-    print(f"{args.model}: {len(problems)} problems x 5, {os.cpu_count()} CPU cores, {platform.processor() or 'cpu'}")
+    print(f"{args.model}: {len(problems)} problems x 5, {os.cpu_count()} CPU cores, {cpu_model() or 'cpu'}")
     print(f"top-10 latency ms: median {statistics.median(times):.2f}, p90 {np.quantile(times, 0.9):.2f}, "
           f"max {max(times):.2f}")  # fmt: skip
     if args.breakdown:

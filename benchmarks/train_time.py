@@ -2,10 +2,11 @@
 under 2 minutes on 2 CPU cores). Run it on an otherwise idle machine.
 
 Loads the dataset (not timed), then fits `XGBRankerModel()` as `autoheur train` does (timed: `fit_s`), then again
-step by step to show where the time goes: per layout expert, the row subsample, each ensemble member, the near-best
-re-ranker (one after another here; `fit` runs each expert's three fits side by side).
+step by step to show where the time goes (unless --no-steps): per layout expert, the row subsample, each ensemble
+member, the near-best re-ranker (one after another here; `fit` runs all experts' fits in one pool, one fit per core,
+the longest first). The record names the CPU model: the lent 2-core machines differ between sessions.
 
-  python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json]
+  python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
 """
 
 from __future__ import annotations
@@ -13,41 +14,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
+import sys
 import time
+from pathlib import Path
 
-from autoheur.models.data import load_ranking_set
-from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, _subsample
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    except OSError:
-        return platform.processor()
+from autoheur.models.data import load_ranking_set  # noqa: E402
+from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, _subsample  # noqa: E402
+from benchmarks.common import cpu_model  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
-    ap.add_argument("--out", help="write the figures here as JSON")
-    args = ap.parse_args()
-    t0 = time.perf_counter()
-    train = load_ranking_set(args.data)
-    load_s = time.perf_counter() - t0
-    model = XGBRankerModel()
-    t0 = time.perf_counter()
-    model.fit(train)
-    fit_s = time.perf_counter() - t0
-
+def _steps(train) -> tuple[dict, int]:
+    """Each step of the default fit, one after another on all cores: per layout expert, its row subsample, each
+    ensemble member, its re-ranker. Returns their seconds and the subsampled rows."""
     steps = {}
     m = XGBRankerModel()
     assert m.objective == ENSEMBLE
     route = m._route(train.X)
     names = [*m.experts, "the rest"]
     sub_rows = 0
-    for e in sorted(set(route.tolist())):  # per layout expert: its row subsample, each ensemble member, its re-ranker
+    for e in sorted(set(route.tolist())):
         within = route == e
         t0 = time.perf_counter()
         sub = _subsample(train, m.per_problem, m.top, m.random_state, within)
@@ -60,13 +47,30 @@ def main() -> None:
         t0 = time.perf_counter()
         m._fit_reranker(train, within=within)
         steps[f"{names[e]}: reranker"] = time.perf_counter() - t0
+    return steps, sub_rows
 
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
+    ap.add_argument("--out", help="write the figures here as JSON")
+    ap.add_argument("--no-steps", action="store_true", help="time the fit only, not its steps one by one")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    train = load_ranking_set(args.data)
+    load_s = time.perf_counter() - t0
+    model = XGBRankerModel()
+    t0 = time.perf_counter()
+    model.fit(train)
+    fit_s = time.perf_counter() - t0
+
+    steps, sub_rows = ({}, None) if args.no_steps else _steps(train)
     res = {
         "data": args.data,
         "problems": int(train.frame["problem_id"].nunique()),
         "rows": len(train.frame),
         "subsample_rows": sub_rows,
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "load_s": round(load_s, 1),
         "fit_s": round(fit_s, 1),
