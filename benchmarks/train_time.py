@@ -3,8 +3,8 @@ under 2 minutes on 2 CPU cores). Run it on an otherwise idle machine.
 
 Loads the dataset (not timed), then fits `XGBRankerModel()` as `autoheur train` does (timed: `fit_s`), then again
 step by step to show where the time goes (unless --no-steps): per layout expert, the row subsample, each ensemble
-member, the near-best re-ranker (one after another here; `fit` runs all experts' fits in one pool, one fit per core,
-the longest first). The record names the CPU model: the lent 2-core machines differ between sessions.
+member, the near-best re-ranker (one after another here; `fit` runs each expert's three fits side by side). The
+record names the CPU model: the lent 2-core machines differ between sessions.
 
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
 """

@@ -66,20 +66,6 @@ def _subsample(rs: RankingSet, per_problem: int | None, top: int, seed: int, wit
     return _rows(rs, np.concatenate(keep))
 
 
-@dataclass(frozen=True)
-class _FitJob:
-    """One XGBoost fit of a model: `fit(n_threads)` gives the fitted booster's estimator; `cost` orders the fits."""
-
-    fit: Callable[[int | None], object]
-    cost: float
-
-
-def _fit_cost(rows: int, trees: int, objective: str) -> float:
-    """A fit's relative cost, to schedule the longest first: rows x trees, a pairwise objective 1.6 times an NDCG
-    one (its ensemble member takes 1.6 times the NDCG member's time on the same rows; benchmarks/train_time.py)."""
-    return rows * trees * (1.6 if objective == "rank:pairwise" else 1.0)
-
-
 class Ranker:
     """Base: `rank` for one new problem, by way of `predict` on a one-problem set."""
 
@@ -211,26 +197,14 @@ class XGBRankerModel(_Boosted):
         rows, and a copy of the whole set per expert would not fit in memory (the H200's training set with its
         auxiliary data is 14 million rows)."""
         route = self._route(train.X)
-        train = RankingSet(train.frame, self._masked(train.X), train.device)  # one copy for all experts, if any
         self.experts_: dict[int, XGBRankerModel] = {}
         problems: dict[int, int] = {}
-        jobs, finishes = [], []
         for e in np.unique(route).tolist():
             within = route == e
             expert = replace(self, experts=())
             expert.experts_ = None
-            _, objective = expert._prepare(train, within, masked=True)
-            expert_jobs, finish = expert._fit_jobs(train, objective, within)
-            jobs.append(expert_jobs)
-            finishes.append(finish)
-            self.experts_[e] = expert
+            self.experts_[e] = expert._fit_within(train, within)
             problems[e] = int(train.frame["problem_id"][within].nunique())
-        # every expert's fits in one pool, the longest first: on 2 cores, fitted one expert after another, a core
-        # idles while each expert's longest fit ends (benchmarks/train_time.py)
-        fitted = self._side_by_side([job for js in jobs for job in js])
-        for js, finish in zip(jobs, finishes, strict=True):
-            finish(fitted[: len(js)])
-            fitted = fitted[len(js) :]
         # a kind no training problem had goes to the expert of the most problems (never an error at inference)
         self.fallback_ = max(problems, key=lambda e: problems[e])
         self.objective_ = self.experts_[self.fallback_].objective_
@@ -261,14 +235,7 @@ class XGBRankerModel(_Boosted):
 
     def _fit_within(self, train: RankingSet, within: np.ndarray | None) -> XGBRankerModel:
         """One model (no experts) on the problems of `train` that the row mask `within` holds (None: all)."""
-        train, objective = self._prepare(train, within)
-        return self._fit(train, objective, within)
-
-    def _prepare(self, train: RankingSet, within: np.ndarray | None, masked: bool = False) -> tuple[RankingSet, str]:
-        """Checks, and the objective (picked by an inner CV for "auto"); `train` with the ignored features zeroed
-        (`masked`: they already are)."""
-        if not masked:
-            train = RankingSet(train.frame, self._masked(train.X), train.device)
+        train = RankingSet(train.frame, self._masked(train.X), train.device)
         check_thresholds(self.relevance)
         self._check_rerank()
         if not self.members or any(o not in OBJECTIVES for o in self.members):
@@ -282,56 +249,36 @@ class XGBRankerModel(_Boosted):
             self.objective_ = self.objective
         else:
             raise ValueError(f"objective={self.objective!r}: expected one of {(*OBJECTIVES, ENSEMBLE, 'auto')}")
-        return train, self.objective_
+        return self._fit(train, self.objective_, within)
 
     def _fit(self, train: RankingSet, objective: str, within: np.ndarray | None = None) -> XGBRankerModel:
-        jobs, finish = self._fit_jobs(train, objective, within)
-        return finish(self._side_by_side(jobs))
-
-    def _fit_jobs(self, train: RankingSet, objective: str, within: np.ndarray | None) -> tuple[list, Callable]:
-        """This model's independent fits (the members, then the re-ranker) as `_FitJob`s, and the function that
-        takes their results, in that order, and gives back the fitted model."""
         sub = _subsample(train, self.per_problem, self.top, self.random_state, within)
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
         seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
         jobs = [
-            _FitJob(lambda n, o=o, s=s: self._fit_one(sub, o, seed=s, n_jobs=n),
-                    _fit_cost(len(sub.X), self.n_estimators, o))
-            for o, s in zip(objectives, seeds, strict=True)
-        ]  # fmt: skip
+            lambda n, o=o, s=s: self._fit_one(sub, o, seed=s, n_jobs=n) for o, s in zip(objectives, seeds, strict=True)
+        ]
         if self.rerank_top > 0:
-            near = int(sub.frame["problem_id"].nunique()) * self.rerank_rows  # at most: the rows of a problem's best
-            trees = self.rerank_estimators or self.n_estimators
-            jobs.append(_FitJob(lambda n: self._fit_reranker(train, n_jobs=n, within=within),
-                                _fit_cost(near, trees, self.rerank_objective)))  # fmt: skip
+            jobs.append(lambda n: self._fit_reranker(train, n_jobs=n, within=within))
+        fitted = self._side_by_side(jobs)
+        self.members_ = fitted[: len(objectives)]
+        imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
+        self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
+        self.reranker_ = fitted[len(objectives)] if self.rerank_top > 0 else None
+        return self
 
-        def finish(fitted: list) -> XGBRankerModel:
-            self.members_ = fitted[: len(objectives)]
-            imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
-            self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
-            self.reranker_ = fitted[len(objectives)] if self.rerank_top > 0 else None
-            return self
-
-        return jobs, finish
-
-    def _side_by_side(self, jobs: list[_FitJob]) -> list:
-        """Run independent fits, each a function of its XGBoost thread count, sharing the cores (`n_jobs`, or all);
-        their results in the jobs' order. Up to as many fits as cores run at once, the cores split between them;
-        more fits than cores queue for one core each, the costliest first (a longest-first schedule), so that the
-        long fits start at once and the short ones fill the other cores. Why one thread a fit on 2 cores: XGBoost's
-        histogram building does not keep 2 threads busy, and fits side by side do (benchmarks/train_time.py).
-        XGBoost's models do not depend on the thread count (tests/models/test_rankers.py checks it), so the fit is
-        the same as one after another."""
+    def _side_by_side(self, jobs: list[Callable[[int | None], object]]) -> list:
+        """Run independent fits, each a function of its XGBoost thread count, on threads of their own sharing the
+        cores (`n_jobs`, or all), one thread each on 2 cores: XGBoost's histogram building does not keep 2 threads
+        busy, and side by side the fits do (benchmarks/train_time.py). XGBoost's models do not depend on the thread
+        count (tests/models/test_rankers.py checks it), so the fit is the same as one after another."""
         cores = self.n_jobs if self.n_jobs and self.n_jobs > 0 else (os.cpu_count() or 1)
         if len(jobs) < 2 or cores < 2:
-            return [job.fit(self.n_jobs) for job in jobs]
-        workers = min(cores, len(jobs))
+            return [job(self.n_jobs) for job in jobs]
         per = max(1, cores // len(jobs))
-        order = sorted(range(len(jobs)), key=lambda i: -jobs[i].cost)  # stable: equal costs keep the jobs' order
-        with ThreadPoolExecutor(workers) as pool:
-            futures = {i: pool.submit(jobs[i].fit, per) for i in order}
-            return [futures[i].result() for i in range(len(jobs))]
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            return [f.result() for f in [pool.submit(job, per) for job in jobs]]
 
     def _check_features(self) -> None:
         weighted = {f for f, _ in self.query_weights}

@@ -439,9 +439,9 @@ def test_layout_experts_are_each_kinds_own_model(h100_slice):
     assert np.isclose(total, 1.0, atol=1e-4)  # a problem-weighted mean of the experts' (each sums to 1)
 
 
-def test_experts_fitted_in_one_pool_are_the_experts_fitted_apart(h100_slice):
-    """With 2 threads every expert's fits share one longest-first pool (6 fits on 2 cores, one thread each); the
-    model is the one fitted one fit after another on one thread, expert by expert."""
+def test_experts_fitted_side_by_side_are_the_experts_fitted_one_fit_after_another(h100_slice):
+    """With 2 threads each expert's three fits run side by side (one thread each); the model is the one fitted one
+    fit after another on one thread, expert by expert."""
     pids = h100_slice.problems
     train, test = h100_slice.subset(pids[::2]), h100_slice.subset(pids[1::2])
     kw = dict(n_estimators=8, max_depth=3, rerank_top=8, rerank_rows=16)
@@ -451,52 +451,6 @@ def test_experts_fitted_in_one_pool_are_the_experts_fitted_apart(h100_slice):
     assert two.feature_importances_ == one.feature_importances_
     for e in one.experts_:
         assert two.experts_[e].reranker_ is not None and len(two.experts_[e].members_) == 2
-
-
-def test_side_by_side_runs_the_costliest_fits_first_and_keeps_the_order(monkeypatch):
-    """More fits than cores: a pool of one worker per core, one thread per fit, the fits submitted costliest first;
-    the results come back in the jobs' order. As many fits as cores or fewer: all at once, the cores split."""
-    from concurrent.futures import Future
-
-    from autoheur.models import rankers
-
-    pools = []
-
-    class Pool:  # runs each fit as it is submitted, recording the order
-        def __init__(self, workers):
-            self.workers, self.submitted = workers, []
-            pools.append(self)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def submit(self, fn, threads):
-            self.submitted.append(fn.__name__)
-            f = Future()
-            f.set_result((fn.__name__, threads))
-            return f
-
-    def job(name):
-        def fit(threads):
-            raise AssertionError("the pool runs it")
-
-        fit.__name__ = name
-        return fit
-
-    monkeypatch.setattr(rankers, "ThreadPoolExecutor", Pool)
-    costs = {"a": 1.0, "b": 5.0, "c": 3.0, "d": 4.0, "e": 3.0}
-    jobs = [rankers._FitJob(job(k), c) for k, c in costs.items()]
-    assert XGBRankerModel(n_jobs=2)._side_by_side(jobs) == [(k, 1) for k in costs]  # the jobs' order, 1 thread each
-    assert pools[-1].workers == 2 and pools[-1].submitted == ["b", "d", "c", "e", "a"]  # equal costs: jobs' order
-    assert XGBRankerModel(n_jobs=4)._side_by_side(jobs[:2]) == [("a", 2), ("b", 2)]
-    assert pools[-1].workers == 2
-    with pytest.raises(AssertionError, match="the pool runs it"):  # 1 core: one after another, no pool
-        XGBRankerModel(n_jobs=1)._side_by_side(jobs[:2])
-    assert len(pools) == 2
-    assert rankers._fit_cost(100, 10, "rank:pairwise") > rankers._fit_cost(100, 10, "rank:ndcg") == 1000
 
 
 def test_a_kind_no_expert_saw_goes_to_the_largest(h100_slice):
