@@ -15,17 +15,55 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from autoheur.collect.store import DatasetStore
-
 COLUMNS = ["problem_id", "problem_name", "config_id", "load", "warp_specialize", "median_ms", "status"]
+KIND = r"^sampled/2d3d/.*/grad_a$"  # the names `sampled_grad_a_problems` gives
 
 
-def oracles(path: str, retimed: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The sampled grad_a rows of a dataset and each problem's best ok row (indexed by problem_id)."""
+def read(path: str, retimed: bool) -> pd.DataFrame:
+    """The sampled grad_a rows of a dataset (retimed: with the refine and polish passes' rows in place)."""
+    from autoheur.collect.store import DatasetStore
+
     df = DatasetStore.load(path).read(COLUMNS, retimed=retimed)
-    df = df[df.problem_name.str.match(r"^sampled/2d3d/.*/grad_a$")]
-    ok = df[df.status == "ok"]
-    return df, ok.loc[ok.groupby("problem_id").median_ms.idxmin()].set_index("problem_id")
+    return df[df.problem_name.str.match(KIND)]
+
+
+def oracles(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each problem's best ok row, indexed by problem_id."""
+    ok = rows[rows.status == "ok"]
+    return ok.loc[ok.groupby("problem_id").median_ms.idxmin()].set_index("problem_id")
+
+
+def figures(first: pd.DataFrame, rows: pd.DataFrame, other: pd.DataFrame | None = None) -> dict:
+    """`first`: the rows as first measured; `rows`: after the passes; `other`: another device's rows (after its)."""
+    best, before = oracles(rows), oracles(first)
+    ms = best.median_ms
+    path = np.where(best.load == "ptr", "pointer", np.where(best.warp_specialize, "tma-ws", "tma"))
+    changed = before.config_id != best.config_id.reindex(before.index)
+    out = {
+        "problems": int(rows.problem_id.nunique()),
+        "rows": len(rows),
+        "censored_pct": 100 * float((rows.status == "censored").mean()),
+        "other_status": int((~rows.status.isin(["ok", "censored"])).sum()),
+        "oracle_ms": (float(ms.median()), float(ms.min()), float(ms.max())),
+        "load_paths": pd.Series(path).value_counts().to_dict(),
+        "changed": (int(changed.sum()), len(before)),
+    }
+    if other is None:
+        return out
+    theirs = oracles(other)
+    common = best.index.intersection(theirs.index)
+    if not len(common):
+        return out
+    ok = rows[rows.status == "ok"].set_index(["problem_id", "config_id"]).median_ms
+    # their oracle config timed here; not ok here (censored, failed): efficiency 0
+    eff = np.array([ms[p] / ok.get((p, theirs.config_id[p]), np.inf) for p in common])
+    out["common"] = len(common)
+    out["same_oracle"] = int((best.config_id[common] == theirs.config_id[common]).sum())
+    out["their_oracle_here"] = (
+        float(np.exp(np.mean(np.log(np.maximum(eff, 1e-9))))), float(np.quantile(eff, 0.1)), float(eff.min())
+    )  # fmt: skip
+    out["time_ratio_median"] = float(np.median(ms[common] / theirs.median_ms[common]))
+    return out
 
 
 def main() -> None:
@@ -33,29 +71,19 @@ def main() -> None:
     ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
     ap.add_argument("--other", default="data/nvidia-h200")
     args = ap.parse_args()
-    _, first = oracles(args.data, retimed=False)
-    rows, best = oracles(args.data, retimed=True)
-    print(f"{args.data}: {rows.problem_id.nunique()} sampled grad_a problems, {len(rows)} rows, "
-          f"{100 * (rows.status == 'censored').mean():.1f}% censored, "
-          f"{int((~rows.status.isin(['ok', 'censored'])).sum())} other")  # fmt: skip
-    ms = best.median_ms
-    print(f"oracle ms: median {ms.median():.4f}, min {ms.min():.4f}, max {ms.max():.4f}")
-    path = np.where(best.load == "ptr", "pointer", np.where(best.warp_specialize, "tma-ws", "tma"))
-    print("oracle load paths:", pd.Series(path).value_counts().to_dict())
-    changed = first.config_id != best.config_id.reindex(first.index)
-    print(f"oracles changed by refine and polish: {changed.sum()} of {len(first)} ({100 * changed.mean():.0f}%)")
-    _, other = oracles(args.other, retimed=True)
-    common = best.index.intersection(other.index)
-    if not len(common):
-        return
-    same = best.config_id[common] == other.config_id[common]
-    print(f"vs {args.other}: {len(common)} problems in both; the same oracle config for {same.sum()} "
-          f"({100 * same.mean():.0f}%)")  # fmt: skip
-    ok = rows[rows.status == "ok"].set_index(["problem_id", "config_id"]).median_ms
-    eff = np.array([ms[p] / ok.get((p, other.config_id[p]), np.inf) for p in common])
-    print(f"the other device's oracle here: efficiency geomean {np.exp(np.mean(np.log(np.maximum(eff, 1e-9)))):.4f}, "
-          f"P10 {np.quantile(eff, 0.1):.3f}, min {eff.min():.3f}; oracle time here / there, median "
-          f"{np.median(ms[common] / other.median_ms[common]):.3f}")  # fmt: skip
+    f = figures(read(args.data, False), read(args.data, True), read(args.other, True))
+    print(f"{args.data}: {f['problems']} sampled grad_a problems, {f['rows']} rows, {f['censored_pct']:.1f}% censored, "
+          f"{f['other_status']} other")  # fmt: skip
+    print("oracle ms: median {:.4f}, min {:.4f}, max {:.4f}".format(*f["oracle_ms"]))
+    print("oracle load paths:", f["load_paths"])
+    n, of = f["changed"]
+    print(f"oracles changed by refine and polish: {n} of {of} ({100 * n / of:.0f}%)")
+    if "common" in f:
+        print(f"vs {args.other}: {f['common']} problems in both; the same oracle config for {f['same_oracle']} "
+              f"({100 * f['same_oracle'] / f['common']:.0f}%)")  # fmt: skip
+        g, p10, mn = f["their_oracle_here"]
+        print(f"the other device's oracle here: efficiency geomean {g:.4f}, P10 {p10:.3f}, min {mn:.3f}; "
+              f"oracle time here / there, median {f['time_ratio_median']:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -245,3 +245,32 @@ def test_training_step_summary_speedups_and_failures():
     rows[1]["step_api_ms"], rows[2]["step_api_ms"] = 0.5, 2.0  # torch 1.0 on both: 2 and 0.5
     assert step.summarize(rows)["mid_and_prefill"]["step_api_vs_torch_geomean"] == pytest.approx(1.0)
     assert step.summarize(rows[1:2])["all"]["step_api_vs_torch_geomean"] == pytest.approx(2.0)
+
+
+def test_sampled_grad_a_figures_on_a_hand_made_case():
+    """Oracles, the refine/polish changes, and the other device's oracle timed here (censored there: efficiency 0)."""
+    stats = _load("sampled_grad_a_stats")
+
+    def rows(times, statuses=None):
+        out = []
+        for pid, ts in times.items():
+            for i, t in enumerate(ts):
+                out.append({"problem_id": pid, "config_id": f"c{i}", "median_ms": t, "load": "ptr" if i else "tma",
+                            "warp_specialize": False, "status": (statuses or {}).get((pid, i), "ok")})  # fmt: skip
+        return pd.DataFrame(out)
+
+    first = rows({"p": [1.0, 2.0, 3.0], "q": [2.0, 1.0, 4.0]})
+    after = rows({"p": [1.0, 0.9, 3.0], "q": [2.0, 1.0, 4.0]}, {("q", 2): "censored"})
+    other = rows({"p": [1.0, 2.0, 0.5], "q": [3.0, 1.0, 2.0]})
+    f = stats.figures(first, after, other)
+    assert f["problems"] == 2 and f["rows"] == 6 and f["other_status"] == 0
+    assert math.isclose(f["censored_pct"], 100 / 6)
+    assert f["oracle_ms"] == (0.95, 0.9, 1.0)
+    assert f["load_paths"] == {"pointer": 2}
+    assert f["changed"] == (1, 2)  # p: c0 -> c1
+    assert f["common"] == 2 and f["same_oracle"] == 1  # q: c1 on both; p: c1 here, c2 there
+    g, p10, mn = f["their_oracle_here"]
+    assert math.isclose(mn, 0.9 / 3.0) and math.isclose(g, math.sqrt(0.3 * 1.0))
+    assert math.isclose(f["time_ratio_median"], (0.9 / 0.5 + 1.0) / 2)
+    after.loc[(after.problem_id == "p") & (after.config_id == "c2"), "status"] = "censored"
+    assert stats.figures(first, after, other)["their_oracle_here"][2] == 0.0
