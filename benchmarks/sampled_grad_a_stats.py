@@ -11,12 +11,17 @@ the two oracles are the same config, and the other device's oracle timed on this
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.by_kind import kind  # noqa: E402
+
 COLUMNS = ["problem_id", "problem_name", "config_id", "load", "warp_specialize", "median_ms", "status"]
-KIND = r"^sampled/2d3d/.*/grad_a$"  # the names `sampled_grad_a_problems` gives
 
 
 def read(path: str, retimed: bool) -> pd.DataFrame:
@@ -24,7 +29,7 @@ def read(path: str, retimed: bool) -> pd.DataFrame:
     from autoheur.collect.store import DatasetStore
 
     df = DatasetStore.load(path).read(COLUMNS, retimed=retimed)
-    return df[df.problem_name.str.match(KIND)]
+    return df[df.problem_name.map(kind) == "sampled/grad_a"]
 
 
 def oracles(rows: pd.DataFrame) -> pd.DataFrame:
