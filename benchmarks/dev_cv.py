@@ -68,7 +68,7 @@ def _variants() -> dict:
         "rows384": lambda seed: R(random_state=seed, per_problem=384, top=96),
         "rows256": lambda seed: R(random_state=seed, per_problem=256, top=64),
         "rows320": lambda seed: R(random_state=seed, per_problem=320, top=80),
-        "base": lambda seed: XGBRankerModel(random_state=seed),
+        "base": lambda seed: XGBRankerModel(random_state=seed),  # 128 / 32 rows per problem since stop 42 (256 / 64 before: "rows256")
         # stop 30: the version-2 features without the busiest-program ones (= version 1); "base" has them
         "base_nocrit": lambda seed: XGBRankerModel(random_state=seed, ignore_features=CRIT_FEATURES),
         # stop 31: the Inductor family's parameters (rankers.FAMILY_PARAMS), and with the estimate over the roofline
@@ -112,6 +112,16 @@ VARIANTS["one_model"] = lambda seed: XGBRankerModel(random_state=seed, experts=(
 # stop 40: the forward (and grad_a) queries weighed 2x against the 2D x 2D ones (stop 39's suggestion for the fall of
 # the held-out families' forward problems after backward data was added)
 VARIANTS["w2d3d_2"] = lambda seed: XGBRankerModel(random_state=seed, query_weights=(("layout_2d3d", 2.0),))
+# stop 42: for the H100 fit under 2 minutes (150 s on 3,996 problems). Of a LambdaMART member's single-thread fit,
+# the pair gradients take about a fifth (pairs per sample 8 -> 4: 20.0 -> 15.7 s on the 2D x 2D expert's rows), the
+# tree building the rest, in proportion to the rows; so half the pairs, or three quarters of the rows per problem.
+VARIANTS["pairs4"] = lambda seed: XGBRankerModel(random_state=seed, pairs=4)
+VARIANTS["rows192"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=192, top=48)
+VARIANTS["rows160"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=160, top=40)
+VARIANTS["rows128"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=32)
+# stop 42: a third expert for the input gradients (2D x 3D with W N-contiguous, the weakest kind after 2D x 2D): the
+# forward (B K-contiguous) routes to the second, the rest to the third
+VARIANTS["experts3"] = lambda seed: XGBRankerModel(random_state=seed, experts=("layout_2d2d", "b_k_major"))
 
 
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:

@@ -163,12 +163,14 @@ class XGBRankerModel(_Boosted):
     rerank_depth: int | None = None
     rerank_learning_rate: float | None = None
     members: tuple[str, ...] = ENSEMBLE_MEMBERS  # the ensemble's objectives, the lead first (repeats: other seeds)
-    # Its own row sample per problem, smaller than the regressor's 384 / 96: on the dev CV (2 seeds) 256 / 64 kept
-    # the oracle in the top 10 as often as 384 / 96 (88.4% vs 88.2% mean) with best-of-10 and top-1 no worse, and
-    # fitted 20% faster, which keeps the H100 fit under 2 minutes on 2 cores as the data grows (BENCHMARKS.md,
-    # "Learned ranking", stop 26).
-    per_problem: int | None = 256
-    top: int = 64
+    # Its own row sample per problem, smaller than the regressor's 384 / 96, for the H100 fit under 2 minutes on 2
+    # cores as the data grows: each member's fit time goes with its rows. Stop 26 took 384 / 96 to 256 / 64 (dev CV,
+    # 2 seeds: oracle in the top 10 88.4% vs 88.2% mean, best-of-10 and top-1 no worse, 20% faster). Stop 42 took it
+    # to 128 / 32 (dev CV on 3,996 problems, seed 0: 87.4% against 256 / 64's 87.3%, 192 / 48 87.6%, 160 / 40 87.7%;
+    # best-of-10 no worse; top-1 geomean 0.984 against 0.985; 36% less run time), the smallest that measured no worse,
+    # for a margin on a host whose timings move by tens of percent (BENCHMARKS.md, "Learned ranking", stop 42).
+    per_problem: int | None = 128
+    top: int = 32
     pairs: int | None = None  # lambdarank_num_pair_per_sample (None: 16 for rank:ndcg, 8 for rank:pairwise)
     # Features this model does not use: zeroed in fit and predict (a constant column is never split on). For a
     # kernel family whose schedule a feature does not describe (FAMILY_PARAMS), and for ablations (dev_cv.py).
