@@ -68,7 +68,8 @@ def _variants() -> dict:
         "rows384": lambda seed: R(random_state=seed, per_problem=384, top=96),
         "rows256": lambda seed: R(random_state=seed, per_problem=256, top=64),
         "rows320": lambda seed: R(random_state=seed, per_problem=320, top=80),
-        "base": lambda seed: XGBRankerModel(random_state=seed),  # 128 / 32 rows per problem since stop 42 (256 / 64 before: "rows256")
+        # the shipped defaults: 128 / 32 rows per problem since stop 42 ("rows128"; "rows256" before)
+        "base": lambda seed: XGBRankerModel(random_state=seed),
         # stop 30: the version-2 features without the busiest-program ones (= version 1); "base" has them
         "base_nocrit": lambda seed: XGBRankerModel(random_state=seed, ignore_features=CRIT_FEATURES),
         # stop 31: the Inductor family's parameters (rankers.FAMILY_PARAMS), and with the estimate over the roofline
@@ -118,7 +119,7 @@ VARIANTS["w2d3d_2"] = lambda seed: XGBRankerModel(random_state=seed, query_weigh
 VARIANTS["pairs4"] = lambda seed: XGBRankerModel(random_state=seed, pairs=4)
 VARIANTS["rows192"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=192, top=48)
 VARIANTS["rows160"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=160, top=40)
-VARIANTS["rows128"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=32)
+VARIANTS["rows128"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=32)  # adopted: = "base"
 # stop 42: a third expert for the input gradients (2D x 3D with W N-contiguous, the weakest kind after 2D x 2D): the
 # forward (B K-contiguous) routes to the second, the rest to the third
 VARIANTS["experts3"] = lambda seed: XGBRankerModel(random_state=seed, experts=("layout_2d2d", "b_k_major"))
