@@ -37,7 +37,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autoheur.models.data import RankingSet, load_dataset  # noqa: E402
+from autoheur.models.data import RankingSet, _release_arrow_memory, load_auxiliary, load_dataset  # noqa: E402
 from autoheur.models.evaluate import group_kfold, make_model  # noqa: E402
 from autoheur.models.metrics import evaluate, kendall_tau_b, summarize  # noqa: E402
 from autoheur.models.rankers import family_params  # noqa: E402
@@ -109,7 +109,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--a", default="data/nvidia-h100-80gb-hbm3", help="the dataset the models are evaluated on")
     ap.add_argument("--b", default="data/retest-nvidia-h100-80gb-hbm3", help="its retest (a subset of A's problems)")
-    ap.add_argument("--models", default="xgb_ranker,fixed_list")
+    ap.add_argument("--models", default="xgb_ranker,fixed_list", help="'' for the ceilings alone")
+    ap.add_argument(
+        "--aux",
+        action="append",
+        help="another device's dataset the models also train on, less its rows of each fold's test problems "
+        "(as `autoheur train --aux` and `autoheur eval --aux-for` do; the shipped H200 model trains so)",
+    )
     ap.add_argument("--out", help="write the summary JSON here")
     ap.add_argument("--per-problem", help="write the per-problem rows (CSV) here")
     args = ap.parse_args()
@@ -123,6 +129,10 @@ def main() -> int:
     b = df_b[df_b["problem_id"].isin(common)].reset_index(drop=True)
     ab = pooled(a, b)
     print(f"{len(common)} problems in both; A {len(a)} rows, B {len(b)} rows")
+    # The models' set, and then A's whole frame let go: with an auxiliary dataset both would not fit in 24 GB.
+    rs = RankingSet.from_frame(df_a, dev_a) if args.models else None
+    del df_a, df_b
+    _release_arrow_memory()
 
     targets = {"A": a, "B": b, "AB": ab}
     results: dict = {"problems": len(common), "ceiling": {}, "models": {}}
@@ -137,16 +147,19 @@ def main() -> int:
         record("ceiling", f"{src} ranks", dst, score_on(as_scores(targets[src]), targets[dst]))
 
     # The models, held out exactly as `autoheur eval`'s GroupKFold on A; only the common problems are scored.
-    rs = RankingSet.from_frame(df_a, dev_a)
+    aux = load_auxiliary(args.aux or (), args.a) if args.models else []
     params = family_params("triton")
-    for name in args.models.split(","):
+    for name in filter(None, args.models.split(",")):
         scored = []
         t0 = time.perf_counter()
-        for fold, train_ids, test_ids in group_kfold(rs):
-            test_ids = [p for p in test_ids if p in set(common)]
+        for fold, train_ids, fold_test in group_kfold(rs):
+            test_ids = [p for p in fold_test if p in set(common)]
             if not test_ids:
                 continue
-            model = make_model(name, **params.get(name, {})).fit(rs.subset(train_ids))
+            train = rs.subset(train_ids)
+            if aux:  # as the eval: never the fold's test problems timed on the other device
+                train = train.with_auxiliary(aux, leave_out=fold_test)
+            model = make_model(name, **params.get(name, {})).fit(train)
             test = rs.subset(test_ids)
             scored.append(test.frame[KEY].assign(score=model.predict(test)))
             print(f"  {name} fold {fold}: {len(test_ids)} common problems scored ({time.perf_counter() - t0:.0f} s)")

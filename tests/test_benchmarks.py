@@ -11,6 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autoheur.collect.schema import problem_id
+from autoheur.collect.shapes import load_shapes
+from autoheur.collect.store import DatasetStore
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -274,3 +278,24 @@ def test_sampled_grad_a_figures_on_a_hand_made_case():
     assert math.isclose(f["time_ratio_median"], (0.9 / 0.5 + 1.0) / 2)
     after.loc[(after.problem_id == "p") & (after.config_id == "c2"), "status"] = "censored"
     assert stats.figures(first, after, other)["their_oracle_here"][2] == 0.0
+
+
+def test_retest_sample_is_seeded_and_parses_back(tmp_path, monkeypatch):
+    """The retest's problem list: a seeded draw of a real dataset's problems, written so each line is its problem."""
+    mod = _load("retest_sample")
+    ids = [f"p{i:02d}" for i in range(30)]
+    one = mod.sample_ids(ids, 10, seed=7)
+    assert one == mod.sample_ids(list(reversed(ids)), 10, seed=7)  # the set decides, not its order
+    assert len(set(one)) == 10 and set(one) <= set(ids)
+    assert one != mod.sample_ids(ids, 10, seed=8)
+    assert mod.sample_ids(ids, 50, seed=7)[:10] == one  # a longer draw starts with the shorter one
+
+    data = ROOT / "data" / "retest-nvidia-h200"
+    out = tmp_path / "sample.jsonl"
+    monkeypatch.setattr(
+        "sys.argv", ["retest_sample", "--data", str(data), "--count", "5", "--seed", "3", "--out", str(out)]
+    )
+    assert mod.main() == 0
+    back = [problem_id(p) for p in load_shapes(out)]
+    assert back == mod.sample_ids(list(DatasetStore.load(data).done_problems()), 5, seed=3)
+    assert all(json.loads(line)["sizes"] for line in out.read_text().splitlines())
