@@ -88,11 +88,14 @@ def run_split(
     families; scores are only ever taken on `rs_test`."""
     rows, fits = [], []
     for fold, train_ids, test_ids in folds:
-        train = rs_train.subset(train_ids) if train_ids is not None else rs_train
         test = rs_test.subset(test_ids) if test_ids is not None else rs_test
-        if aux:
+        if aux:  # the fold's rows and the auxiliary ones stacked at once, not the fold's copied first
             families = set(test.frame["family"]) - set(UNFAMILIED) if aux_leave_out_families else ()
-            train = train.with_auxiliary(aux, leave_out=test.problems, leave_out_families=families)
+            train = rs_train.with_auxiliary(
+                aux, leave_out=test.problems, leave_out_families=families, problems=train_ids
+            )
+        else:
+            train = rs_train.subset(train_ids) if train_ids is not None else rs_train
         for name in models:
             model = make_model(name, **(params or {}).get(name, {}))
             pp, extra = _score(model, train, test, split, fold, name, log)

@@ -9,7 +9,10 @@ import subprocess
 import sys
 import textwrap
 from datetime import datetime, timezone
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
@@ -546,3 +549,20 @@ def test_cli_data_ids_and_collect_skip(tmp_path, capsys):
     assert main(["collect", "--workload", "backward", "--count", "12", "--dry-run", "--skip", str(tmp_path / "x")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["data", "ids", str(tmp_path / "x")]) == 2
+
+
+def test_read_is_the_table_pack_by_pack_with_shared_sizes():
+    """`read` (pack by pack, one sizes array per problem) gives exactly `read_table`'s rows, retimes applied, on a
+    shipped dataset with packs, refine and polish files."""
+    root = Path(__file__).resolve().parents[2] / "data" / "retest-nvidia-h200"
+    store = DatasetStore.load(root)
+    fast = store.read()
+    slow = DatasetStore.load(root).read_table().to_pandas()
+    assert len(fast) == len(slow) > 0 and list(fast.columns) == list(slow.columns)
+    pd.testing.assert_frame_equal(fast.drop(columns="sizes"), slow.drop(columns="sizes"))
+    assert all(np.array_equal(a, b) for a, b in zip(fast["sizes"], slow["sizes"], strict=True))
+    first = fast.groupby("problem_id", sort=False)["sizes"].agg(lambda s: len({id(x) for x in s}))
+    assert (first == 1).all()  # one array per problem
+    assert store._cache == {} or all(not k[0].name.startswith("part-pack") for k in store._cache)
+    sub = DatasetStore.load(root).read(["problem_id", "median_ms"])
+    pd.testing.assert_frame_equal(sub, slow[["problem_id", "median_ms"]])

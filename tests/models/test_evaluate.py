@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from autoheur.models.evaluate import (
     SUBSETS,
@@ -113,6 +114,23 @@ def test_with_auxiliary_keeps_features_aligned_and_refuses_the_same_device(h100_
     assert h100_slice.with_auxiliary([]) is h100_slice
     with pytest.raises(ValueError, match="merge"):
         h100_slice.with_auxiliary([h100_slice])
+
+
+def test_with_auxiliary_of_some_problems_is_their_subset_with_auxiliary(h100_slice):
+    """`problems=` stacks the fold's rows and the auxiliary ones at once; the set is the subset's, row for row."""
+    aux = _other_device(h100_slice)
+    aux.X[:] += 1.0
+    ids = list(h100_slice.problems[1:3])
+    left_out = [h100_slice.problems[0]]
+    one = h100_slice.with_auxiliary([aux], leave_out=left_out, problems=ids)
+    two = h100_slice.subset(ids).with_auxiliary([aux], leave_out=left_out)
+    pd.testing.assert_frame_equal(one.frame, two.frame)
+    np.testing.assert_array_equal(one.X, two.X)
+    assert one.X.dtype == h100_slice.X.dtype and one.device == h100_slice.device
+    assert set(one.frame["problem_id"]) == set(ids) | {f"aux:NVIDIA H200:{p}" for p in aux.problems} - {
+        f"aux:NVIDIA H200:{left_out[0]}"
+    }
+    pd.testing.assert_frame_equal(h100_slice.with_auxiliary([], problems=ids).frame, h100_slice.subset(ids).frame)
 
 
 def test_cross_validate_names_unknown_aux_datasets(h100_slice):
