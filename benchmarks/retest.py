@@ -157,10 +157,12 @@ def main() -> int:
             test_ids = [p for p in fold_test if p in set(common)]
             if not test_ids:
                 continue
-            train = rs.subset(train_ids)
             if aux:  # as the eval: never the fold's test problems timed on the other device
-                train = train.with_auxiliary(aux, leave_out=fold_test)
+                train = rs.with_auxiliary(aux, leave_out=fold_test, problems=train_ids)
+            else:
+                train = rs.subset(train_ids)
             model = make_model(name, **params.get(name, {})).fit(train)
+            train = None  # before the next fold's set is built (memory)
             test = rs.subset(test_ids)
             scored.append(test.frame[KEY].assign(score=model.predict(test)))
             print(f"  {name} fold {fold}: {len(test_ids)} common problems scored ({time.perf_counter() - t0:.0f} s)")

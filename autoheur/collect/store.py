@@ -394,8 +394,9 @@ class DatasetStore:
 
         Read for memory: a part pack at a time (its Arrow buffers let go once its problems are in pandas), and a
         problem's `sizes` as one array that all its rows share (they are equal: the problem id covers them) instead
-        of one array per row. Converting the whole Arrow table at once took the H200 set's read to 10.5 GB, and the
-        H100 set's with it as auxiliary data past the 24 GB of the 2-core host. Treat `sizes` as read-only."""
+        of one array per row. Converting the whole Arrow table at once took the H200 set's read to 10.5 GB for a
+        2.7 GB frame; evaluations that load the H100 set beside it came to the 24 GB of the 2-core host. Treat
+        `sizes` as read-only."""
         cols = list(columns or COLUMNS)
         index, parts = self._read_index(retimed, cols)
         by_file: dict[Path, list[str]] = {}
@@ -417,7 +418,8 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
         return table.to_pandas()
     i = table.column_names.index("sizes")
     df = table.remove_column(i).to_pandas()
-    sizes = np.asarray(table.column(i)[0].as_py() or [], dtype=np.int32)
+    first = table.column(i)[0].as_py()
+    sizes = None if first is None else np.asarray(first, dtype=np.int32)
     df.insert(i, "sizes", pd.Series([sizes] * len(df), dtype=object))
     return df
 
