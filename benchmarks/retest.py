@@ -157,10 +157,8 @@ def main() -> int:
             test_ids = [p for p in fold_test if p in set(common)]
             if not test_ids:
                 continue
-            if aux:  # as the eval: never the fold's test problems timed on the other device
-                train = rs.with_auxiliary(aux, leave_out=fold_test, problems=train_ids)
-            else:
-                train = rs.subset(train_ids)
+            # as the eval: never the fold's test problems timed on the other device (no aux: the fold's subset)
+            train = rs.with_auxiliary(aux, leave_out=fold_test, problems=train_ids)
             model = make_model(name, **params.get(name, {})).fit(train)
             train = None  # before the next fold's set is built (memory)
             test = rs.subset(test_ids)

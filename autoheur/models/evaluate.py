@@ -89,13 +89,9 @@ def run_split(
     rows, fits = [], []
     for fold, train_ids, test_ids in folds:
         test = rs_test.subset(test_ids) if test_ids is not None else rs_test
-        if aux:  # the fold's rows and the auxiliary ones stacked at once, not the fold's copied first
-            families = set(test.frame["family"]) - set(UNFAMILIED) if aux_leave_out_families else ()
-            train = rs_train.with_auxiliary(
-                aux, leave_out=test.problems, leave_out_families=families, problems=train_ids
-            )
-        else:
-            train = rs_train.subset(train_ids) if train_ids is not None else rs_train
+        families = set(test.frame["family"]) - set(UNFAMILIED) if aux and aux_leave_out_families else ()
+        # the fold's rows and any auxiliary ones stacked at once, not the fold's copied first (no aux: the subset)
+        train = rs_train.with_auxiliary(aux, leave_out=test.problems, leave_out_families=families, problems=train_ids)
         for name in models:
             model = make_model(name, **(params or {}).get(name, {}))
             pp, extra = _score(model, train, test, split, fold, name, log)
