@@ -18,6 +18,7 @@ the top 10 is filled) can be compared on the dev set without fitting again.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -123,6 +124,12 @@ VARIANTS["rows128"] = lambda seed: XGBRankerModel(random_state=seed, per_problem
 # stop 42: a third expert for the input gradients (2D x 3D with W N-contiguous, the weakest kind after 2D x 2D): the
 # forward (B K-contiguous) routes to the second, the rest to the third
 VARIANTS["experts3"] = lambda seed: XGBRankerModel(random_state=seed, experts=("layout_2d2d", "b_k_major"))
+# stop 44: the H100 model with the H200's problems as auxiliary data (run with --aux), as the H200 model has the
+# H100's; an auxiliary problem keeps half the rows of an own problem ("aux_half"), and with 96 / 24 own rows the fit
+# reads about as many rows as the shipped one without auxiliary data ("rows96_auxhalf")
+VARIANTS["aux_half"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5)
+VARIANTS["rows96_auxhalf"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24, aux_share=0.5)
+VARIANTS["rows96"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24)
 
 
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
@@ -175,10 +182,11 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
         model = VARIANTS[model_name](seed)
         if threads is not None:
             model.n_jobs = threads
-        train = dev.subset(pids[tr])
-        if aux:  # never the outer fold's test problems, nor this inner fold's, on any device
-            train = train.with_auxiliary(aux, leave_out=set(pids[te]) | set(outer_test))
+        # with auxiliary data: never the outer fold's test problems, nor this inner fold's, on any device; one
+        # with_auxiliary call, without copying the fold's own rows out first (the plain subset without aux)
+        train = dev.with_auxiliary(aux, leave_out=set(pids[te]) | set(outer_test), problems=pids[tr])
         model.fit(train)
+        del train  # before the next fold's is built: with the H200 as auxiliary data it is about 8 GB
         test = dev.subset(pids[te])
         frames.append(test.frame.assign(score=model.predict(test), inner_fold=fold))
     frame = pd.concat(frames, ignore_index=True)
@@ -226,6 +234,10 @@ def main(argv=None) -> int:
     dev = rs.subset(train_ids)
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
+    # the whole set goes before the auxiliary data loads: the H100 set, its dev subset and the H200 set being read
+    # took the H100 dev CV with --aux data/nvidia-h200 past the 24 GB of the 2-core host
+    del rs, folds
+    gc.collect()
     runs = [(name, int(seed)) for seed in args.seeds.split(",") for name in args.variants.split(",")]
     unknown = sorted({name for name, _ in runs} - set(VARIANTS) - set(TRANSFORMS))
     if unknown:

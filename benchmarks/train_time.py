@@ -37,7 +37,7 @@ def _steps(train) -> tuple[dict, int]:
     for e in sorted(set(route.tolist())):
         within = route == e
         t0 = time.perf_counter()
-        sub = _subsample(train, m.per_problem, m.top, m.random_state, within)
+        sub = _subsample(train, m.per_problem, m.top, m.random_state, within, m.aux_share)
         steps[f"{names[e]}: subsample"] = time.perf_counter() - t0
         sub_rows += len(sub.frame)
         for obj in m.members:

@@ -29,7 +29,7 @@ import pandas as pd
 from autoheur.features import FEATURE_NAMES, problem_config_matrix
 from autoheur.features.core import N_PROBLEM
 from autoheur.features.derived import CRIT_FEATURES
-from autoheur.models.data import RankingSet
+from autoheur.models.data import AUX_PREFIX, RankingSet
 from autoheur.models.metrics import RELEVANCE_THRESHOLDS, graded_labels
 
 EFF_FLOOR = 0.01  # efficiency of an unusable config (a 100x slowdown) in the list baselines' objectives
@@ -40,29 +40,39 @@ def _rows(rs: RankingSet, rows: np.ndarray) -> RankingSet:
     return RankingSet(rs.frame.iloc[rows].reset_index(drop=True), rs.X[rows], rs.device)
 
 
-def _problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[np.ndarray]:
-    """Each problem's row indices, in frame order; only the problems whose rows `within` (a row mask, or None: all)
-    holds. Problems, not rows: a layout expert's rows are whole problems."""
-    groups = rs.frame.groupby("problem_id", sort=False).indices.values()
-    return [idx for idx in groups if within is None or within[idx[0]]]
+def _problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """Each problem's (id, row indices), in frame order; only the problems whose rows `within` (a row mask, or None:
+    all) holds. Problems, not rows: a layout expert's rows are whole problems."""
+    groups = rs.frame.groupby("problem_id", sort=False).indices.items()
+    return [(pid, idx) for pid, idx in groups if within is None or within[idx[0]]]
 
 
-def _subsample(rs: RankingSet, per_problem: int | None, top: int, seed: int, within=None) -> RankingSet:
-    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all; only the
-    problems of `within` (a row mask; None: all). The result is the same as that of the problems taken out first,
-    without copying them out of a large set."""
+def _scaled(count: int, pid: str, aux_share: float) -> int:
+    """The rows a problem keeps: `count`, or `aux_share` of it for another device's problem (with_auxiliary)."""
+    if aux_share == 1.0 or not str(pid).startswith(AUX_PREFIX):
+        return count
+    return max(1, round(count * aux_share))
+
+
+def _subsample(
+    rs: RankingSet, per_problem: int | None, top: int, seed: int, within=None, aux_share: float = 1.0
+) -> RankingSet:
+    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all (an auxiliary
+    problem: `aux_share` of both); only the problems of `within` (a row mask; None: all). The result is the same as
+    that of the problems taken out first, without copying them out of a large set."""
     if per_problem is None:
         return rs if within is None else _rows(rs, np.flatnonzero(within))
     rng = np.random.default_rng(seed)
     keep = []
     rel = rs.frame["rel_time"].to_numpy()
-    for idx in _problem_rows(rs, within):
-        if len(idx) <= per_problem:
+    for pid, idx in _problem_rows(rs, within):
+        n, t = _scaled(per_problem, pid, aux_share), _scaled(top, pid, aux_share)
+        if len(idx) <= n:
             keep.append(idx)
             continue
         order = idx[np.argsort(rel[idx], kind="stable")]
-        rest = rng.choice(order[top:], size=per_problem - top, replace=False)
-        keep.append(np.sort(np.concatenate([order[:top], rest])))
+        rest = rng.choice(order[t:], size=n - t, replace=False)
+        keep.append(np.sort(np.concatenate([order[:t], rest])))
     return _rows(rs, np.concatenate(keep))
 
 
@@ -171,6 +181,9 @@ class XGBRankerModel(_Boosted):
     # for a margin on a host whose timings move by tens of percent (BENCHMARKS.md, "Learned ranking", stop 42).
     per_problem: int | None = 128
     top: int = 32
+    # An auxiliary problem's share of those rows (and of the re-ranker's `rerank_rows`): another device's problems
+    # (RankingSet.with_auxiliary) may weigh less in the fit, and cost less of its time, than the device's own.
+    aux_share: float = 1.0
     pairs: int | None = None  # lambdarank_num_pair_per_sample (None: 16 for rank:ndcg, 8 for rank:pairwise)
     # Features this model does not use: zeroed in fit and predict (a constant column is never split on). For a
     # kernel family whose schedule a feature does not describe (FAMILY_PARAMS), and for ablations (dev_cv.py).
@@ -242,6 +255,8 @@ class XGBRankerModel(_Boosted):
         self._check_rerank()
         if not self.members or any(o not in OBJECTIVES for o in self.members):
             raise ValueError(f"members={self.members!r}: expected one or more of {OBJECTIVES}")
+        if not 0 < self.aux_share <= 1:
+            raise ValueError(f"aux_share={self.aux_share!r}: expected a share in (0, 1]")
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
         if self.objective == "auto":
@@ -254,7 +269,7 @@ class XGBRankerModel(_Boosted):
         return self._fit(train, self.objective_, within)
 
     def _fit(self, train: RankingSet, objective: str, within: np.ndarray | None = None) -> XGBRankerModel:
-        sub = _subsample(train, self.per_problem, self.top, self.random_state, within)
+        sub = _subsample(train, self.per_problem, self.top, self.random_state, within, self.aux_share)
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
         seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
@@ -317,9 +332,10 @@ class XGBRankerModel(_Boosted):
         ok = (f["status"] == "ok").to_numpy()
         rel = np.where(ok, f["rel_time"].to_numpy(), np.inf)
         keep = []
-        for idx in _problem_rows(train, within):
+        for pid, idx in _problem_rows(train, within):
             order = idx[np.argsort(rel[idx], kind="stable")]
-            keep.append(np.sort(order[: min(self.rerank_rows, int(np.isfinite(rel[idx]).sum()))]))
+            n = _scaled(self.rerank_rows, pid, self.aux_share)
+            keep.append(np.sort(order[: min(n, int(np.isfinite(rel[idx]).sum()))]))
         rows = np.concatenate(keep)
         near = RankingSet(f.iloc[rows].reset_index(drop=True), train.X[rows], train.device)
         budget = {"n_estimators": self.rerank_estimators, "max_depth": self.rerank_depth,

@@ -470,3 +470,44 @@ def test_experts_must_name_a_known_feature_the_model_reads(h100_slice):
         XGBRankerModel(experts=("no_such_feature",)).fit(train)
     with pytest.raises(ValueError, match="route by another feature"):
         XGBRankerModel(experts=("layout_2d2d",), ignore_features=("layout_2d2d",)).fit(train)
+
+
+def _with_other_device(rs: RankingSet, own: int, other: int) -> RankingSet:
+    """The first `own` problems of `rs`, with the next `other` as another device's auxiliary data."""
+    pids = rs.problems
+    aux = rs.subset(pids[own : own + other])
+    aux = RankingSet(aux.frame, aux.X, {**aux.device, "name": "Other GPU"})
+    return rs.subset(pids[:own]).with_auxiliary([aux])
+
+
+def test_aux_share_samples_fewer_rows_of_auxiliary_problems_in_every_fit(h100_slice, monkeypatch):
+    """An auxiliary problem keeps `aux_share` of the member rows (its fastest share of `top` among them) and of the
+    re-ranker's rows; the device's own problems keep exactly the rows they keep without it."""
+    import xgboost as xgb
+
+    from autoheur.models.data import AUX_PREFIX
+    from autoheur.models.rankers import _subsample
+
+    train = _with_other_device(h100_slice, 4, 4)
+    seen = []
+    real = xgb.XGBRanker.fit
+    monkeypatch.setattr(xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(kw["qid"]) or real(self, X, y, **kw))
+    model = XGBRankerModel(experts=(), n_estimators=5, max_depth=3, per_problem=40, top=8, aux_share=0.5,
+                           rerank_top=8, rerank_rows=10, n_jobs=1)  # fmt: skip
+    model.fit(train)
+    member, _, rerank = (np.bincount(q).tolist() for q in seen)
+    assert member == [40] * 4 + [20] * 4 and rerank == [10] * 4 + [5] * 4
+
+    half = _subsample(train, 40, 8, 0, aux_share=0.5).frame
+    full = _subsample(train, 40, 8, 0).frame
+    is_aux = half["problem_id"].str.startswith(AUX_PREFIX)
+    pd.testing.assert_frame_equal(half[~is_aux], full[~full["problem_id"].str.startswith(AUX_PREFIX)])
+    for pid, g in half[is_aux].groupby("problem_id"):
+        fastest = np.sort(train.frame.loc[train.frame["problem_id"] == pid, "rel_time"].to_numpy())[:4]
+        assert np.isin(fastest, g["rel_time"].to_numpy()).all()
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5])
+def test_bad_aux_share_is_refused(share, h100_slice):
+    with pytest.raises(ValueError, match="aux_share"):
+        XGBRankerModel(experts=(), aux_share=share).fit(h100_slice.subset(h100_slice.problems[:4]))
