@@ -3,8 +3,9 @@
 `autoheur collect --shard i/N` takes every N-th problem, so each GPU's share holds every compile key of the list and
 each GPU precompiles all of them (about 100-110 s per key on 16 cores of an H100 host) before it times anything. Here
 the problems of one compile key stay together, and a key is split over GPUs only where its problems alone would take
-more than a GPU's fair share of the work. The work is modelled as `--compile-s` per key on a GPU plus `--problem-s`
-per problem; the shares are filled longest first, each chunk to the least loaded GPU.
+the longest share. The work is modelled as `--compile-s` per key on a GPU plus `--problem-s` per problem; the shares
+are filled longest chunk first, each to the least loaded GPU, and a key is cut into one more chunk while that makes
+the longest share shorter.
 
     python scripts/split_by_compile_key.py benchmarks/retest2_h100_problems.jsonl --parts 4 --out .cache/parts
     # then, per GPU i: autoheur collect --shapes .cache/parts/part{i}.jsonl ...
@@ -25,26 +26,42 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def _assign(by_key: dict[str, list[int]], pieces: dict[str, int], parts: int, compile_s: float, problem_s: float):
+    """Each key's lines in `pieces[key]` even chunks, longest first, each to the least loaded part: (parts, loads)."""
+    chunks = []
+    for key, lines in by_key.items():
+        size = math.ceil(len(lines) / pieces[key])
+        chunks += [(key, lines[j : j + size]) for j in range(0, len(lines), size)]
+    chunks.sort(key=lambda c: len(c[1]), reverse=True)
+    load = [0.0] * parts
+    out: list[list[tuple[str, list[int]]]] = [[] for _ in range(parts)]
+    for chunk in chunks:
+        g = min(range(parts), key=lambda p: load[p])
+        out[g].append(chunk)
+        load[g] += compile_s + problem_s * len(chunk[1])
+    return out, load
+
+
 def split(keys: list[str], parts: int, compile_s: float, problem_s: float) -> list[list[int]]:
-    """Line indices per part, given each line's compile key."""
+    """Line indices per part, given each line's compile key. Every key starts whole; while splitting one more key
+    of the most loaded part (into one more chunk) lowers the most loaded part's work, the best such split is made."""
     by_key: dict[str, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         by_key[key].append(i)
-    total = compile_s * len(by_key) + problem_s * len(keys)
-    fair = total / parts
-    chunks = []
-    for lines in by_key.values():
-        n = max(1, min(parts, math.ceil((compile_s + problem_s * len(lines)) / fair)))
-        size = math.ceil(len(lines) / n)
-        chunks += [lines[j : j + size] for j in range(0, len(lines), size)]
-    chunks.sort(key=len, reverse=True)
-    load = [0.0] * parts
-    out: list[list[int]] = [[] for _ in range(parts)]
-    for chunk in chunks:
-        g = min(range(parts), key=lambda p: load[p])
-        out[g] += chunk
-        load[g] += compile_s + problem_s * len(chunk)
-    return [sorted(p) for p in out]
+    pieces = dict.fromkeys(by_key, 1)
+    out, load = _assign(by_key, pieces, parts, compile_s, problem_s)
+    while True:
+        worst = max(range(parts), key=lambda p: load[p])
+        tries = []
+        for key in {k for k, _ in out[worst]}:
+            if pieces[key] < min(parts, len(by_key[key])):
+                trial = {**pieces, key: pieces[key] + 1}
+                tries.append((max(_assign(by_key, trial, parts, compile_s, problem_s)[1]), key))
+        if not tries or min(tries)[0] >= max(load):
+            break
+        pieces[min(tries)[1]] += 1
+        out, load = _assign(by_key, pieces, parts, compile_s, problem_s)
+    return [sorted(i for _, lines in part for i in lines) for part in out]
 
 
 def main(argv=None) -> int:

@@ -299,3 +299,25 @@ def test_retest_sample_is_seeded_and_parses_back(tmp_path, monkeypatch):
     back = [problem_id(p) for p in load_shapes(out)]
     assert back == mod.sample_ids(list(DatasetStore.load(data).done_problems()), 5, seed=3)
     assert all(json.loads(line)["sizes"] for line in out.read_text().splitlines())
+
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_split_by_compile_key_keeps_keys_together_and_splits_only_the_large_ones():
+    split = _load_script("split_by_compile_key").split
+    keys = ["big"] * 120 + ["mid"] * 70 + ["small"] * 30 + ["tiny"] * 5
+    parts = split(keys, 4, compile_s=110.0, problem_s=5.0)
+    assert sorted(i for p in parts for i in p) == list(range(len(keys)))  # every line once
+    spread = {k: sum(any(keys[i] == k for i in p) for p in parts) for k in set(keys)}
+    assert spread["big"] == 2 and spread["mid"] == spread["small"] == spread["tiny"] == 1
+    work = [110.0 * len({keys[i] for i in p}) + 5.0 * len(p) for p in parts]
+    assert max(work) / min(work) < 1.5
+    # GPUs compile side by side: three problems of one key on three idle GPUs end sooner than on one
+    assert sorted(map(len, split(["a"] * 3, 4, 110.0, 5.0))) == [0, 1, 1, 1]
+    # ... but not where each GPU already has a key to compile: cutting "c" in two would add a compile to the longest
+    assert sorted(map(len, split(["a"] * 20 + ["b"] * 20 + ["c"] * 4, 3, 110.0, 5.0))) == [4, 20, 20]
