@@ -130,6 +130,9 @@ VARIANTS["experts3"] = lambda seed: XGBRankerModel(random_state=seed, experts=("
 VARIANTS["aux_half"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5)
 VARIANTS["rows96_auxhalf"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24, aux_share=0.5)
 VARIANTS["rows96"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24)
+# stop 44: the same 128 rows per problem (the same fit time), more or fewer of them the problem's fastest
+VARIANTS["top64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=64)
+VARIANTS["top16"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=16)
 
 
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:

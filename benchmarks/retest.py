@@ -1,7 +1,8 @@
 """Test-retest: how much of the ranking metrics is measurement noise (CPU; the retest dataset was collected on a GPU).
 
 The same problems collected twice on the same GPU model: A, the shipped dataset, and B, a second collection of a
-random sample of A's problems (`benchmarks/retest_h100_problems.jsonl`, seed 20261122; same inputs, same configs).
+random sample of A's problems (`benchmarks/retest2_h100_problems.jsonl` and `retest2_h200_problems.jsonl`, from
+`benchmarks/retest_sample.py --seed 20261126`; same inputs, same configs).
 Every figure below is per problem over the problems both hold, summarized like `autoheur eval` (geomean / P10 / min
 of efficiency, mean of oracle-in-top-10):
 
