@@ -125,10 +125,9 @@ VARIANTS["rows128"] = lambda seed: XGBRankerModel(random_state=seed, per_problem
 # forward (B K-contiguous) routes to the second, the rest to the third
 VARIANTS["experts3"] = lambda seed: XGBRankerModel(random_state=seed, experts=("layout_2d2d", "b_k_major"))
 # stop 44: the H100 model with the H200's problems as auxiliary data (run with --aux), as the H200 model has the
-# H100's; an auxiliary problem keeps half the rows of an own problem ("aux_half"), and with 96 / 24 own rows the fit
-# reads about as many rows as the shipped one without auxiliary data ("rows96_auxhalf")
+# H100's ("base" with --aux, and "aux_half": an auxiliary problem keeps half the rows of an own problem); and 96 / 24
+# rows, for the fit time's margin as the data grows
 VARIANTS["aux_half"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5)
-VARIANTS["rows96_auxhalf"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24, aux_share=0.5)
 VARIANTS["rows96"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24)
 # stop 44: the same 128 rows per problem (the same fit time), more or fewer of them the problem's fastest
 VARIANTS["top64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=64)
