@@ -321,3 +321,23 @@ def test_split_by_compile_key_keeps_keys_together_and_splits_only_the_large_ones
     assert sorted(map(len, split(["a"] * 3, 4, 110.0, 5.0))) == [0, 1, 1, 1]
     # ... but not where each GPU already has a key to compile: cutting "c" in two would add a compile to the longest
     assert sorted(map(len, split(["a"] * 20 + ["b"] * 20 + ["c"] * 4, 3, 110.0, 5.0))) == [4, 20, 20]
+
+
+def test_misses_names_the_oracle_fields_absent_from_the_top_10():
+    """Hand-built: in problem p the oracle (a TMA config) ranks 12th behind 11 pointer-load configs of its tile; in q
+    the oracle is the top pick."""
+    misses = _load("misses")
+    ptr = [f"m64n64k32s{s}w{w}g1-ptr" for s in (2, 3, 4) for w in (4, 8)]
+    ptr += [f"m64n64k64s{s}w4g1-ptr" for s in (2, 3, 4)]
+    ptr += ["m64n128k32s2w4g1-ptr", "m128n64k32s2w4g1-ptr"]  # 11 configs
+    p = pd.DataFrame({"config_id": [*ptr, "m64n64k32s3w4g1-tma"], "score": np.arange(12, 0, -1.0)})
+    p["median_ms"] = [1.2] * 9 + [1.1, 1.3, 1.0]
+    q = pd.DataFrame({"config_id": ptr[:3], "score": [3.0, 2.0, 1.0], "median_ms": [1.0, 2.0, 3.0]})
+    f = pd.concat([p.assign(problem_id="p"), q.assign(problem_id="q")], ignore_index=True)
+    f["problem_name"] = "sampled/2d3d/bfloat16/1/zipf"
+    f["status"] = "ok"
+    per = misses.misses(f).set_index("problem_id")
+    assert per.loc["p", "oracle_rank"] == 11 and not per.loc["p", "hit"] and per.loc["q", "hit"]
+    assert math.isclose(per.loc["p", "best10"], 1.0 / 1.1)
+    absent = misses.summary(per.reset_index())["all"]["missed_field_absent_from_top10"]
+    assert absent["load"] == 1.0 and absent["tile (block_m, block_n)"] == 0.0 and absent["num_stages"] == 0.0
