@@ -18,14 +18,14 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.kernels.config import KernelConfig  # noqa: E402
-from autoheur.models.metrics import USABLE_STATUSES  # noqa: E402
+from autoheur.models.metrics import evaluate  # noqa: E402
 from benchmarks.by_kind import kind as problem_kind  # noqa: E402
+from benchmarks.dev_cv import oracle_rank  # noqa: E402
 
 FIELDS = {
     "tile (block_m, block_n)": lambda c: (c.block_m, c.block_n),
@@ -39,27 +39,25 @@ FIELDS = {
 
 
 def misses(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per problem: its kind, whether the oracle is in the top 10, the oracle's rank by score, best-of-10
-    efficiency, and per field whether some top-10 config shares the oracle's value."""
+    """One row per problem: its kind, whether the oracle is in the top 10 and the best-of-10 efficiency (as
+    `autoheur eval` scores them), the oracle's rank by score (dev_cv's), and per field whether some top-10 config
+    shares the oracle's value (of configs tied at the best time, the best-ranked one's)."""
+    scored = evaluate(scores)
+    ranks = oracle_rank(scores)
     rows = []
     configs: dict[str, KernelConfig] = {}
     for pid, g in scores.groupby("problem_id", sort=False):
-        ok = g[g["status"] == "ok"]
-        if ok.empty:
+        if pid not in ranks.index:  # no config timed ok
             continue
-        order = g.sort_values("score", ascending=False, kind="stable")
+        order = g.sort_values("score", ascending=False, kind="stable")  # oracle_rank's order
         top = order.head(10)
-        best = ok["median_ms"].min()  # configs tied at the best time are each an oracle (as metrics.evaluate counts)
-        tied = (order["status"] == "ok").to_numpy() & (order["median_ms"].to_numpy() <= best)
-        rank = int(np.flatnonzero(tied)[0])
-        oracle = order.iloc[rank]
-        best10 = top.loc[top["status"].isin(USABLE_STATUSES), "median_ms"].min()  # as metrics.evaluate scores it
+        oracle = order.iloc[ranks[pid]]
         row = {
             "problem_id": pid,
             "kind": problem_kind(oracle["problem_name"]),
-            "hit": rank < 10,
-            "oracle_rank": rank,
-            "best10": float(oracle["median_ms"] / best10) if np.isfinite(best10) else 0.0,
+            "hit": bool(scored.loc[pid, "oracle_in_top10"]),
+            "oracle_rank": int(ranks[pid]),
+            "best10": float(scored.loc[pid, "eff_best10"]),
         }
         cfg = {c: configs.setdefault(c, KernelConfig.from_id(c)) for c in [oracle["config_id"], *top["config_id"]]}
         want = cfg[oracle["config_id"]]
