@@ -523,9 +523,16 @@ def collect(
         log(f"{dup} duplicate problems in the list: each is collected once")
         problems = list({pid: p for pid, p in zip(ids, problems, strict=True)}.values())
     if opts.family == "inductor":  # what Inductor times: the shapes with an even split (it never sees the routing)
-        from autoheur.inductor.collect import as_benchmarked
+        from autoheur.inductor.collect import as_benchmarked, benchmark_crashes
 
         problems = list({problem_id(q): q for q in map(as_benchmarked, problems)}.values())
+        crash = [p for p in problems if benchmark_crashes(p)]
+        if crash:
+            log(
+                f"{len(crash)} problems left out (e.g. {crash[0].name or crash[0]}): Inductor's own benchmark offsets "
+                "for their shapes decrease, and its ATen choice then fails a device-side assert that ends the process"
+            )
+            problems = [p for p in problems if not benchmark_crashes(p)]
     idle = [p for p in problems if not p.launches]
     if idle:
         log(f"{len(idle)} problems never launch the kernel (empty output, e.g. {idle[0].name or idle[0]}): skipped")

@@ -103,8 +103,21 @@ def even_split(end: int, groups: int, alignment: int) -> tuple[int, ...]:
     offsets decrease at the last group, whose size is then negative; its template computes no tile there (cdiv of a
     negative size is 0), as for an empty group. Such ends are clamped to `end`, which gives the kernel the same work
     and keeps every size >= 0."""
-    ends = [min(round((i + 1) * end / groups / alignment) * alignment, end) for i in range(groups - 1)] + [end]
+    ends = [min(e, end) for e in _rounded_ends(end, groups, alignment)] + [end]
     return tuple(e - s for s, e in zip([0, *ends[:-1]], ends, strict=True))
+
+
+def _rounded_ends(end: int, groups: int, alignment: int) -> list[int]:
+    """Inductor's benchmark offsets but the last: (i+1) * end / groups rounded to `alignment` (round half to even)."""
+    return [round((i + 1) * end / groups / alignment) * alignment for i in range(groups - 1)]
+
+
+def offsets_decrease(end: int, groups: int, alignment: int) -> bool:
+    """Whether Inductor's own benchmark offsets for this shape decrease (an end rounded past `end`, as 47 rows in 16
+    groups of step 8). Its max-autotune then runs the ATen choice on a negative group size, which fails a device-side
+    assert and leaves the process's CUDA context unusable (torch 2.11 on an H100, stop 45): nothing more can run in
+    that process. `autoheur collect --family inductor` leaves such problems out."""
+    return any(e > end for e in _rounded_ends(end, groups, alignment))
 
 
 def choices_problem(choices) -> Problem | None:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from autoheur.collect.timing import Timing
-from autoheur.inductor.choices import even_split, grid_configs, template_config
+from autoheur.inductor.choices import even_split, grid_configs, offsets_decrease, template_config
 from autoheur.kernels.config import KernelConfig, Ragged
 from autoheur.problem import Problem
 
@@ -36,6 +36,14 @@ def as_benchmarked(problem: Problem) -> Problem:
         return problem
     sizes = even_split(problem.total, problem.groups, 16 // problem.torch_dtype.itemsize)
     return dataclasses.replace(problem, sizes=sizes)
+
+
+def benchmark_crashes(problem: Problem) -> bool:
+    """Whether Inductor's max-autotune of `problem`'s shapes ends the process: its benchmark offsets decrease
+    (choices.offsets_decrease), and the ATen choice fails a device-side assert on them."""
+    if problem.ragged == Ragged.NONE:
+        return False
+    return offsets_decrease(problem.total, problem.groups, 16 // problem.torch_dtype.itemsize)
 
 
 def autotune_timings(problem: Problem, device: torch.device) -> tuple[dict, float]:

@@ -12,8 +12,14 @@ from autoheur.collect.runner import CollectOptions, collect
 from autoheur.collect.schema import Metadata, device_fingerprint, rows_for
 from autoheur.collect.store import DatasetStore
 from autoheur.device import H100_SXM
-from autoheur.inductor.choices import grid_configs, grid_hash, template_config, template_source_hash
-from autoheur.inductor.collect import TIMING_VERSION, as_benchmarked, measure, results_from_timings
+from autoheur.inductor.choices import (
+    grid_configs,
+    grid_hash,
+    offsets_decrease,
+    template_config,
+    template_source_hash,
+)
+from autoheur.inductor.collect import TIMING_VERSION, as_benchmarked, benchmark_crashes, measure, results_from_timings
 from autoheur.problem import Problem
 
 from .conftest import Recorder, compile_and_run
@@ -34,6 +40,19 @@ def test_the_benchmarked_problem_is_inductors(hopper):
     compile_and_run(rec, inputs=PROBLEM.make_inputs("cpu"))
     assert rec.problems[0] == bench
     assert as_benchmarked(Problem("3d3d", 2, (), 64, 64, 64)) == Problem("3d3d", 2, (), 64, 64, 64)
+
+
+def test_shapes_whose_benchmark_offsets_decrease_are_known():
+    """47 rows in 16 groups of bf16: Inductor's 15th benchmark end rounds to 48, past the total, and its ATen choice
+    fails a device-side assert on the negative size (seen on an H100, stop 45). Collection leaves such shapes out."""
+    assert offsets_decrease(47, 16, 8) and not offsets_decrease(48, 16, 8) and not offsets_decrease(100, 3, 8)
+    assert not offsets_decrease(7, 1, 8)  # one group: no rounded end at all
+    crash = Problem("2d3d", 16, (3,) * 15 + (2,), 0, 2048, 768, name="qwen3-30b-a3b/down/t64/uniform/ep8")
+    assert crash.total == 47 and benchmark_crashes(crash)
+    assert not benchmark_crashes(Problem("2d3d", 16, (3,) * 16, 0, 2048, 768))  # 48 rows: ends 0, 8, ..., 48
+    assert not benchmark_crashes(Problem("3d3d", 2, (), 64, 64, 64))
+    # fp32 operands align to 4 rows: 47 in 16 groups is then fine (the 15th end 44.06 -> 44)
+    assert not benchmark_crashes(Problem("2d3d", 16, (3,) * 15 + (2,), 0, 2048, 768, "float32"))
 
 
 def test_rows_from_real_choices_and_their_timings(hopper, tmp_path):
