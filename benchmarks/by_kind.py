@@ -20,7 +20,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import geomean as _geomean  # noqa: E402
+from autoheur.models.metrics import GEOMEAN_FLOOR  # noqa: E402
+from benchmarks.common import geomean  # noqa: E402
+
+
+def _geomean(eff: pd.Series) -> float:
+    """Geomean of efficiencies as `metrics.summarize` takes it: a failed pick (0, e.g. a config Inductor pruned for
+    the problem) counts as GEOMEAN_FLOOR, so one failure shows as a penalty instead of failing the table."""
+    return geomean(eff.clip(lower=GEOMEAN_FLOOR))
 
 
 def kind(problem_name: str) -> str:
@@ -42,6 +49,7 @@ def table(per_problem: pd.DataFrame) -> pd.DataFrame:
             "best10_geomean": _geomean(g["eff_best10"]), "best10_p10": float(g["eff_best10"].quantile(0.1)),
             "best10_min": float(g["eff_best10"].min()),
             "top1_geomean": _geomean(g["eff_top1"]), "top1_p10": float(g["eff_top1"].quantile(0.1)),
+            "top1_failed": int((g["eff_top1"] == 0).sum()),
             "oracle_in_top10": float(g["oracle_in_top10"].mean()),
         })  # fmt: skip
     return pd.DataFrame(rows).sort_values(["model", "kind"]).reset_index(drop=True)

@@ -76,6 +76,14 @@ def _variants() -> dict:
         # stop 31: the Inductor family's parameters (rankers.FAMILY_PARAMS), and with the estimate over the roofline
         # ignored too (run on data/inductor-nvidia-h100-80gb-hbm3)
         "inductor": lambda seed: R(random_state=seed, **family_params("inductor")["xgb_ranker"]),
+        # stop 45: the family on 145 problems, with the triton family's ensemble (its other parameters kept), and
+        # with the near-best re-ranker too
+        "inductor_ens": lambda seed: R(
+            random_state=seed, **{**family_params("inductor")["xgb_ranker"], "objective": "ensemble"}
+        ),
+        "inductor_ens_rr": lambda seed: R(
+            random_state=seed, **{**family_params("inductor")["xgb_ranker"], "objective": "ensemble", "rerank_top": 48}
+        ),
         "inductor_noest": lambda seed: R(
             random_state=seed,
             **{

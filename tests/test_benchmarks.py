@@ -206,6 +206,11 @@ def test_by_kind_groups_the_backward_problems_apart():
     assert t.loc["grad_a", "oracle_in_top10"] == 0.5 and t.loc["grad_a", "best10_min"] == 0.81
     assert t.loc["all", "problems"] == 4 and t.loc["all", "oracle_in_top10"] == 0.5
     assert t.loc["all", "top1_geomean"] == pytest.approx((0.5 * 0.5 * 0.9 * 1.0) ** 0.25)
+    assert t.loc["all", "top1_failed"] == 0
+    # a failed pick (efficiency 0) counts as metrics.GEOMEAN_FLOOR, as in `autoheur eval`'s summary, and is counted
+    t = by_kind.table(d.assign(eff_top1=[0.0, 0.5, 0.9, 1.0])).set_index("kind")
+    assert t.loc["all", "top1_geomean"] == pytest.approx((0.01 * 0.5 * 0.9 * 1.0) ** 0.25)
+    assert t.loc["all", "top1_failed"] == 1 and t.loc["all", "top1_p10"] == pytest.approx(0.15)
 
 
 def test_score_model_scores_the_model_and_its_fixed_list():
@@ -341,3 +346,36 @@ def test_misses_names_the_oracle_fields_absent_from_the_top_10():
     assert math.isclose(per.loc["p", "best10"], 1.0 / 1.1)
     absent = misses.summary(per.reset_index())["all"]["missed_field_absent_from_top10"]
     assert absent["load"] == 1.0 and absent["tile (block_m, block_n)"] == 0.0 and absent["num_stages"] == 0.0
+
+
+def test_growth_scores_only_old_problems_and_trains_on_new_ones_only_when_asked():
+    """benchmarks/growth.py: every fold is held out on old problems that no fit of it saw; the grown variant adds
+    exactly the new problems to each fit; a model that ranks by the true times scores 1.0 either way."""
+    growth = _load("growth")
+    times = {f"o{i}": [1.0 + i % 3, 2.0, 1.5] for i in range(10)} | {"n0": [3.0, 1.0, 2.0], "n1": [1.0, 2.0, 3.0]}
+    f = frame(times)
+
+    class Set:
+        def __init__(self, fr):
+            self.frame = fr.reset_index(drop=True)
+
+        def subset(self, ids):
+            return Set(f[f["problem_id"].isin(set(ids))])
+
+    fits = []
+
+    class Oracle:
+        def fit(self, train):
+            fits.append(set(train.frame["problem_id"]))
+            return self
+
+        def predict(self, test):
+            return -test.frame["median_ms"].to_numpy()
+
+    old = [f"o{i}" for i in range(10)]
+    rows = growth.paired(Set(f), old, ["n0", "n1"], lambda seed: Oracle(), seeds=(0, 1), n_splits=5)
+    assert [(r["seed"], r["variant"]) for r in rows] == [(0, "old"), (0, "old+new"), (1, "old"), (1, "old+new")]
+    assert all(r["best10"][0] == 1.0 and r["hit"] == 1.0 for r in rows)
+    assert len(fits) == 20 and all(len(s & {"n0", "n1"}) == 0 for s in fits[0:5] + fits[10:15])
+    assert all({"n0", "n1"} <= s for s in fits[5:10] + fits[15:20])
+    assert all(len(s - {"n0", "n1"}) == 8 for s in fits)  # 4 of 5 folds of the 10 old problems: 2 held out each
