@@ -149,11 +149,28 @@ def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     return X
 
 
+def _relative_to_problem_min(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
+    """Stop 45: both time estimates also over the problem's best estimate of any config, in the two columns that are
+    constant on one device's data (the SM count and the ridge point), which this is only valid for."""
+    X = X.copy()
+    codes = pd.factorize(frame["problem_id"], sort=False)[0]
+    for slot, name in (("log2_sm_count", "log10_est_over_roofline"), ("log2_ridge", "log10_crit_over_roofline")):
+        j = FEATURE_NAMES.index(slot)
+        if np.ptp(X[:, j]) != 0:
+            raise ValueError(f"{slot} is not constant on this data: no free column for the relative {name}")
+        v = X[:, FEATURE_NAMES.index(name)].astype(np.float64)
+        X[:, j] = v - pd.Series(v).groupby(codes).transform("min").to_numpy()
+    return X
+
+
 # Variants that see transformed features: name -> (the model's variant, a function (X, frame) -> X applied to the
 # dev set and any auxiliary set). Stop 31 also tried the two time estimates over the problem's roofline ("rel_roof")
 # and over the problem's best estimate ("rel_min") here (commit b61ffeb; benchmarks/results/
 # dev_cv_stop31_relative_estimates.json); features version 3 gives them over the roofline, so those are gone.
-TRANSFORMS: dict = {"inductor_abs": ("inductor", _absolute_estimate)}  # stop 31: the Inductor family on version 2
+TRANSFORMS: dict = {
+    "inductor_abs": ("inductor", _absolute_estimate),  # stop 31: the Inductor family on version 2
+    "relmin": ("base", _relative_to_problem_min),  # stop 45
+}
 
 
 def oracle_rank(frame: pd.DataFrame) -> pd.Series:
