@@ -163,6 +163,24 @@ def _relative_to_problem_min(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     return X
 
 
+def _inner_bytes(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
+    """Stop 45: log2 of the bytes along each operand tile's contiguous dimension (A: block_k if K-contiguous, else
+    block_m; B: block_k if K-contiguous, else block_n), which set the TMA box's swizzle and a pointer load's
+    coalescing, in the two columns that are constant on one device's data (see _relative_to_problem_min)."""
+    X = X.copy()
+    col = lambda name: X[:, FEATURE_NAMES.index(name)].astype(np.float64)  # noqa: E731
+    log2_elem = np.log2(col("elem_bytes"))
+    for slot, major, other in (
+        ("log2_sm_count", "a_k_major", "log2_block_m"),
+        ("log2_ridge", "b_k_major", "log2_block_n"),
+    ):
+        j = FEATURE_NAMES.index(slot)
+        if np.ptp(X[:, j]) != 0:
+            raise ValueError(f"{slot} is not constant on this data: no free column")
+        X[:, j] = np.where(col(major) != 0, col("log2_block_k"), col(other)) + log2_elem
+    return X
+
+
 # Variants that see transformed features: name -> (the model's variant, a function (X, frame) -> X applied to the
 # dev set and any auxiliary set). Stop 31 also tried the two time estimates over the problem's roofline ("rel_roof")
 # and over the problem's best estimate ("rel_min") here (commit b61ffeb; benchmarks/results/
@@ -170,6 +188,7 @@ def _relative_to_problem_min(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
 TRANSFORMS: dict = {
     "inductor_abs": ("inductor", _absolute_estimate),  # stop 31: the Inductor family on version 2
     "relmin": ("base", _relative_to_problem_min),  # stop 45
+    "inner": ("base", _inner_bytes),  # stop 45
 }
 
 

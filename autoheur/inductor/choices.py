@@ -102,7 +102,7 @@ def even_split(end: int, groups: int, alignment: int) -> tuple[int, ...]:
     Where rounding puts an end past `end` (47 rows in 16 groups of step 8: the 15th end rounds to 48), Inductor's
     offsets decrease at the last group, whose size is then negative; its template computes no tile there (cdiv of a
     negative size is 0), as for an empty group. Such ends are clamped to `end`, which gives the kernel the same work
-    and keeps every size >= 0."""
+    and keeps every size >= 0. (Inductor's ATen choice does fail on such offsets: `offsets_decrease`.)"""
     ends = [min(e, end) for e in _rounded_ends(end, groups, alignment)] + [end]
     return tuple(e - s for s, e in zip([0, *ends[:-1]], ends, strict=True))
 
