@@ -213,7 +213,7 @@ SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status
 
 def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
-    dev, n_inner, aux, outer_test = _DEV
+    dev, n_inner, aux, outer_test, train_share = _DEV
     model_name = name
     if name in TRANSFORMS:
         model_name, transform = TRANSFORMS[name]
@@ -226,6 +226,9 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
     frames = []
     for fold, (tr, te) in enumerate(inner):
         model = VARIANTS[model_name](seed)
+        if train_share < 1:  # a learning-curve point: the same held-out fold, a seeded share of its training problems
+            keep = np.random.default_rng([seed, fold]).permutation(len(tr))[: max(1, round(train_share * len(tr)))]
+            tr = tr[np.sort(keep)]
         if threads is not None:
             model.n_jobs = threads
         # with auxiliary data: never the outer fold's test problems, nor this inner fold's, on any device; one
@@ -247,6 +250,7 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
     return {
         "variant": name,
         "seed": seed,
+        "train_share": train_share,
         "problems": s["n_problems"],
         "best10": [round(s[f"eff_best10_{k}"], 4) for k in ("geomean", "p10", "min")],
         "top1": [round(s[f"eff_top1_{k}"], 4) for k in ("geomean", "p10", "min")],
@@ -272,6 +276,12 @@ def main(argv=None) -> int:
     ap.add_argument("--aux", action="append", help="another device's dataset to train on too (autoheur train --aux)")
     ap.add_argument("--jobs", type=int, default=1, help="variant runs in parallel processes (the cores split evenly)")
     ap.add_argument("--scores", default=None, help="also write each run's held-out scores to this directory")
+    ap.add_argument(
+        "--train-share",
+        type=float,
+        default=1.0,
+        help="fit each inner fold on this seeded share of its training problems (a learning curve); test folds whole",
+    )
     args = ap.parse_args(argv)
 
     rs = load_ranking_set(args.data)
@@ -290,7 +300,9 @@ def main(argv=None) -> int:
         ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS})}")
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
     aux = load_auxiliary(args.aux or (), args.data)
-    _DEV = (dev, args.inner, aux, test_ids)
+    if not 0 < args.train_share <= 1:
+        ap.error(f"--train-share {args.train_share}: expected a share in (0, 1]")
+    _DEV = (dev, args.inner, aux, test_ids, args.train_share)
     done: dict[int, dict] = {}
 
     def keep(i: int, result: dict) -> None:
