@@ -149,17 +149,23 @@ def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     return X
 
 
+def _free_column(X: np.ndarray, slot: str) -> int:
+    """The index of feature `slot`, a column constant on this data (the SM count or the ridge point on one device's
+    data), which a stop-45 transform may overwrite with a trial feature; ValueError where it is not constant."""
+    j = FEATURE_NAMES.index(slot)
+    if np.ptp(X[:, j]) != 0:
+        raise ValueError(f"{slot} is not constant on this data: no free column for a trial feature")
+    return j
+
+
 def _relative_to_problem_min(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     """Stop 45: both time estimates also over the problem's best estimate of any config, in the two columns that are
     constant on one device's data (the SM count and the ridge point), which this is only valid for."""
     X = X.copy()
     codes = pd.factorize(frame["problem_id"], sort=False)[0]
     for slot, name in (("log2_sm_count", "log10_est_over_roofline"), ("log2_ridge", "log10_crit_over_roofline")):
-        j = FEATURE_NAMES.index(slot)
-        if np.ptp(X[:, j]) != 0:
-            raise ValueError(f"{slot} is not constant on this data: no free column for the relative {name}")
         v = X[:, FEATURE_NAMES.index(name)].astype(np.float64)
-        X[:, j] = v - pd.Series(v).groupby(codes).transform("min").to_numpy()
+        X[:, _free_column(X, slot)] = v - pd.Series(v).groupby(codes).transform("min").to_numpy()
     return X
 
 
@@ -174,10 +180,7 @@ def _inner_bytes(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
         ("log2_sm_count", "a_k_major", "log2_block_m"),
         ("log2_ridge", "b_k_major", "log2_block_n"),
     ):
-        j = FEATURE_NAMES.index(slot)
-        if np.ptp(X[:, j]) != 0:
-            raise ValueError(f"{slot} is not constant on this data: no free column")
-        X[:, j] = np.where(col(major) != 0, col("log2_block_k"), col(other)) + log2_elem
+        X[:, _free_column(X, slot)] = np.where(col(major) != 0, col("log2_block_k"), col(other)) + log2_elem
     return X
 
 

@@ -25,13 +25,14 @@ from sklearn.model_selection import GroupKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from autoheur.models.evaluate import SUBSETS  # noqa: E402
 from autoheur.models.metrics import evaluate, summarize  # noqa: E402
 
-BIG_MS = 0.1  # the subset `autoheur eval` reports apart for the Inductor family: oracle at least this long
+BIG = "oracle>=0.1ms"  # the subset `autoheur eval` reports apart
 
 
 def _figures(pp: pd.DataFrame) -> dict:
-    s, big = summarize(pp), summarize(pp[pp["oracle_ms"] >= BIG_MS])
+    s, big = summarize(pp), summarize(pp[SUBSETS[BIG](pp)])
     return {
         "best10": [round(s[f"eff_best10_{k}"], 4) for k in ("geomean", "p10", "min")],
         "hit": round(s["oracle_in_top10"], 4),
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
     from autoheur.models.rankers import XGBRankerModel, family_params
 
     rs = load_ranking_set(args.data)
-    before = set(load_ranking_set(args.old).problems)
+    before = DatasetStore.load(args.old).done_problems()
     old = [p for p in rs.problems if p in before]
     new = [p for p in rs.problems if p not in before]
     if len(old) != len(before):
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
         v = [r for r in rows if r["variant"] == variant]
         print(
             f"{variant:8s} mean of {len(v)} seeds: best-of-10 geomean {mean(v, 'best10', 0)} P10 "
-            f"{mean(v, 'best10', 1)}, oracle in top 10 {mean(v, 'hit')}; oracle >= {BIG_MS} ms: best-of-10 "
+            f"{mean(v, 'best10', 1)}, oracle in top 10 {mean(v, 'hit')}; {BIG}: best-of-10 "
             f"{mean(v, 'big_best10', 0)}, oracle in top 10 {mean(v, 'big_hit')}"
         )
     if args.out:
