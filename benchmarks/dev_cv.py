@@ -138,6 +138,9 @@ VARIANTS["experts3"] = lambda seed: XGBRankerModel(random_state=seed, experts=("
 VARIANTS["aux_half"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5)
 VARIANTS["rows96"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=96, top=24)
 # stop 44: the same 128 rows per problem (the same fit time), more or fewer of them the problem's fastest
+# stop 45: half the rows per problem, against half the problems at 128 rows (--train-share 0.5): the same fit cost,
+# to weigh more problems at fewer rows each before collecting them
+VARIANTS["rows64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=64, top=16)
 VARIANTS["top64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=64)
 VARIANTS["top16"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=128, top=16)
 
