@@ -526,13 +526,14 @@ def collect(
         from autoheur.inductor.collect import as_benchmarked, benchmark_crashes
 
         problems = list({problem_id(q): q for q in map(as_benchmarked, problems)}.values())
-        crash = [p for p in problems if benchmark_crashes(p)]
-        if crash:
+        crashes = [benchmark_crashes(p) for p in problems]
+        if any(crashes):
+            crash = [p for p, c in zip(problems, crashes, strict=True) if c]
             log(
                 f"{len(crash)} problems left out (e.g. {crash[0].name or crash[0]}): Inductor's own benchmark offsets "
                 "for their shapes decrease, and its ATen choice then fails a device-side assert that ends the process"
             )
-            problems = [p for p in problems if not benchmark_crashes(p)]
+            problems = [p for p, c in zip(problems, crashes, strict=True) if not c]
     idle = [p for p in problems if not p.launches]
     if idle:
         log(f"{len(idle)} problems never launch the kernel (empty output, e.g. {idle[0].name or idle[0]}): skipped")
