@@ -156,7 +156,7 @@ def cmd_data_merge(args: argparse.Namespace) -> int:
     from autoheur.collect.store import merge
 
     try:
-        d = merge([Path(s) for s in args.sources], Path(args.into))
+        d = merge([Path(s) for s in args.sources], Path(args.into), ("refine", "polish") if args.finished else ())
     except ValueError as exc:
         print(f"autoheur data merge: {exc}", file=sys.stderr)
         return 2
@@ -500,6 +500,11 @@ def build_parser() -> argparse.ArgumentParser:
     d = dsub.add_parser("merge", help="copy datasets of one device into one (refuses mismatches)")
     d.add_argument("sources", nargs="+")
     d.add_argument("--into", required=True)
+    d.add_argument(
+        "--finished",
+        action="store_true",
+        help="copy only the problems whose refine and polish passes are done (merge the rest after them)",
+    )
     d.set_defaults(fn=cmd_data_merge)
     d = dsub.add_parser("retime", help="measure again the configs whose runs disagreed (GPU; resumable)")
     d.add_argument("path", help="a dataset directory")

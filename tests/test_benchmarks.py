@@ -379,3 +379,43 @@ def test_growth_scores_only_old_problems_and_trains_on_new_ones_only_when_asked(
     assert len(fits) == 20 and all(len(s & {"n0", "n1"}) == 0 for s in fits[0:5] + fits[10:15])
     assert all({"n0", "n1"} <= s for s in fits[5:10] + fits[15:20])
     assert all(len(s - {"n0", "n1"}) == 8 for s in fits)  # 4 of 5 folds of the 10 old problems: 2 held out each
+
+
+def test_device_collect_gpus_gives_each_gpu_its_own_problems(tmp_path):
+    """scripts/device_collect_gpus.sh on a stand-in `nvidia-smi` of two GPUs, in the interpreter: each GPU's
+    collection sees only its own device and returns a dataset of exactly its own shapes."""
+    import os
+    import subprocess
+    import tarfile
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    smi = bin_ / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/bash\n"
+        'case "$*" in *index*) echo 0; echo 1;; '
+        '*) echo "stand-in GPU, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}";; esac\n'
+    )
+    smi.chmod(0o755)
+    shapes = []
+    for i, n in enumerate((32, 64)):
+        rec = {"layout": "2d3d", "groups": 2, "sizes": [3, 5], "m": 0, "n": n, "k": 32, "dtype": "float32"}
+        (tmp_path / f"s{i}.jsonl").write_text(json.dumps({**rec, "name": f"p{i}"}) + "\n")
+        shapes.append(problem_id(load_shapes(tmp_path / f"s{i}.jsonl")[0]))
+    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "TRITON_INTERPRET": "1", "OUT": str(tmp_path / "out")}
+    script = str(ROOT / "scripts" / "device_collect_gpus.sh")
+    args = [f"--shapes s{i}.jsonl --sample-configs 2 --reps 1" for i in range(2)]
+
+    def call(*argv):
+        return subprocess.run(["bash", script, *argv], cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    run = call("240", *args)
+    assert run.returncode == 0, run.stderr
+    for i in range(2):
+        log = (tmp_path / "out" / f"gpu{i}" / "device_collect.log").read_text()
+        assert f"CUDA_VISIBLE_DEVICES={i}" in log
+        with tarfile.open(tmp_path / "out" / f"gpu{i}" / "dataset.tgz") as tar:
+            tar.extractall(tmp_path / f"back{i}", filter="data")
+        assert DatasetStore.load(tmp_path / f"back{i}" / f"gpu{i}").done_problems() == {shapes[i]}
+    many = call("240", *args, args[0])
+    assert many.returncode == 2 and "3 argument sets but 2 GPUs" in many.stderr

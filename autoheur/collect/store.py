@@ -503,13 +503,19 @@ def read_problem_ids(path: Path | str) -> set[str]:
     return ids
 
 
-def merge(sources: list[Path], dest: Path) -> dict:
+def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict:
     """Copy every part (and retime file, of every kind) of `sources` into `dest` (created with the first source's
     metadata, or resumed), then pack the copies.
 
     Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
     are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
+
+    `finished`: passes (e.g. ("refine", "polish")) a source's problem must have had to be copied; the others stay
+    behind, counted under "left_unfinished", for a merge after those passes (copies already made are then skipped).
     """
+    unknown = sorted(set(finished) - set(RETIME_KINDS))
+    if unknown:
+        raise ValueError(f"finished={unknown}: expected passes among {list(RETIME_KINDS)}")
     dest = Path(dest)
     if not sources:
         raise ValueError("merge needs at least one source dataset")
@@ -521,10 +527,15 @@ def merge(sources: list[Path], dest: Path) -> dict:
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
     out = DatasetStore.open(dest, stores[0].meta)
-    copied = skipped = logs = 0
+    copied = skipped = logs = unfinished = 0
     retimes = dict.fromkeys(RETIME_KINDS, 0)
     for s in stores:
-        for pid, path in s.parts().items():
+        parts = s.parts()
+        keep = set(parts).intersection(*(s.retimes(kind) for kind in finished))
+        unfinished += len(parts) - len(keep)
+        for pid, path in parts.items():
+            if pid not in keep:
+                continue
             table = s.read_part(pid, path)
             if pid in out.done_problems():
                 if not _same_rows(table, out.read_part(pid)):
@@ -539,6 +550,8 @@ def merge(sources: list[Path], dest: Path) -> dict:
         for kind in RETIME_KINDS:
             have = out.retimes(kind)
             for pid, path in s.retimes(kind).items():
+                if pid not in keep:
+                    continue
                 table = s._retime_rows(pid, kind, path)
                 if pid in have:
                     if not _same_rows(table, out._retime_rows(pid, kind, have[pid])):
@@ -562,6 +575,7 @@ def merge(sources: list[Path], dest: Path) -> dict:
         "refines_copied": retimes["refine"],
         "polishes_copied": retimes["polish"],
         "duplicates_skipped": skipped,
+        "left_unfinished": unfinished,
         "run_logs_copied": logs,
         "problems": len(out.done_problems()),
     }

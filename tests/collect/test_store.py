@@ -432,6 +432,23 @@ def test_merge_copies_retimes(tmp_path):
     assert DatasetStore.load(tmp_path / "m2").read().sort_values(key).reset_index(drop=True).equals(mine)
 
 
+def test_merge_finished_copies_only_the_problems_whose_passes_are_done(tmp_path):
+    a = fill(tmp_path / "a", PROBLEMS)
+    for kind in ("refine", "polish"):  # problem 0 has both passes, problem 1 only the refine, problem 2 neither
+        a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3), kind=kind)
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="refine")
+    out = merge([tmp_path / "a"], tmp_path / "m", finished=("refine", "polish"))
+    assert (out["copied"], out["refines_copied"], out["polishes_copied"], out["left_unfinished"]) == (1, 1, 1, 2)
+    m = DatasetStore.load(tmp_path / "m")
+    assert m.done_problems() == {problem_id(PROBLEMS[0])} and set(m.retimes("refine")) == m.done_problems()
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="polish")
+    again = merge([tmp_path / "a"], tmp_path / "m", finished=("refine", "polish"))  # after the pass: the rest
+    assert (again["copied"], again["duplicates_skipped"], again["left_unfinished"]) == (1, 1, 1)
+    assert merge([tmp_path / "a"], tmp_path / "m")["copied"] == 1  # without the filter: all of them
+    with pytest.raises(ValueError, match="expected passes among"):
+        merge([tmp_path / "a"], tmp_path / "m3", finished=("refined",))
+
+
 # -- part packs --------------------------------------------------------------------------------------------------
 
 EXTRA = Problem("2d3d", 4, (8, 0, 40, 16), 0, 128, 64, name="d")
