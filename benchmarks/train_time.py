@@ -7,6 +7,7 @@ member, the near-best re-ranker (one after another here; `fit` runs each expert'
 record names the CPU model: the lent 2-core machines differ between sessions.
 
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
+  python benchmarks/train_time.py --no-steps --rows 128,96   # the fit at other rows per problem (top: a quarter)
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def main() -> None:
     ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
     ap.add_argument("--out", help="write the figures here as JSON")
     ap.add_argument("--no-steps", action="store_true", help="time the fit only, not its steps one by one")
+    ap.add_argument(
+        "--rows", help="comma-separated rows per problem to time the fit at, each with a quarter of them the top ones"
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     train = load_ranking_set(args.data)
@@ -63,6 +67,11 @@ def main() -> None:
     t0 = time.perf_counter()
     model.fit(train)
     fit_s = time.perf_counter() - t0
+    by_rows = {}
+    for rows in [int(r) for r in args.rows.split(",")] if args.rows else []:
+        t0 = time.perf_counter()
+        XGBRankerModel(per_problem=rows, top=rows // 4).fit(train)
+        by_rows[rows] = round(time.perf_counter() - t0, 1)
 
     steps, sub_rows = ({}, None) if args.no_steps else _steps(train)
     res = {
@@ -74,6 +83,8 @@ def main() -> None:
         "cores": os.cpu_count(),
         "load_s": round(load_s, 1),
         "fit_s": round(fit_s, 1),
+        "rows_per_problem": model.per_problem,
+        "fit_s_at_rows": by_rows,
         "steps_s": {k: round(v, 1) for k, v in steps.items()},
         "date": time.strftime("%Y-%m-%d"),
     }

@@ -179,8 +179,11 @@ class XGBRankerModel(_Boosted):
     # to 128 / 32 (dev CV on 3,996 problems, seed 0: 87.4% against 256 / 64's 87.3%, 192 / 48 87.6%, 160 / 40 87.7%;
     # best-of-10 no worse; top-1 geomean 0.984 against 0.985; 36% less run time), the smallest that measured no worse,
     # for a margin on a host whose timings move by tens of percent (BENCHMARKS.md, "Learned ranking", stop 42).
-    per_problem: int | None = 128
-    top: int = 32
+    # Stop 46 took it to 80 / 20 for the fit on 5,235 problems: 161.5 s at 128 / 32, 146.5 s at 96 / 24, 112.8 s at
+    # 80 / 20 on that session's 2-core AMD EPYC host (`benchmarks/train_time.py --rows`). On the stop-45 dev set 64 / 16
+    # read 0.6 points under 128 / 32 (one seed), so a little is traded for the data's growth.
+    per_problem: int | None = 80
+    top: int = 20
     # An auxiliary problem's share of those rows (and of the re-ranker's `rerank_rows`): another device's problems
     # (RankingSet.with_auxiliary) may weigh less in the fit, and cost less of its time, than the device's own.
     aux_share: float = 1.0
