@@ -530,8 +530,8 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
     copied = skipped = logs = unfinished = 0
     retimes = dict.fromkeys(RETIME_KINDS, 0)
     for s in stores:
-        parts = s.parts()
-        keep = set(parts).intersection(*(s.retimes(kind) for kind in finished))
+        parts, passes = s.parts(), {kind: s.retimes(kind) for kind in RETIME_KINDS}
+        keep = set(parts).intersection(*(passes[kind] for kind in finished))
         unfinished += len(parts) - len(keep)
         for pid, path in parts.items():
             if pid not in keep:
@@ -549,7 +549,7 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
             copied += 1
         for kind in RETIME_KINDS:
             have = out.retimes(kind)
-            for pid, path in s.retimes(kind).items():
+            for pid, path in passes[kind].items():
                 if pid not in keep:
                     continue
                 table = s._retime_rows(pid, kind, path)
