@@ -183,8 +183,10 @@ class XGBRankerModel(_Boosted):
     # 80 / 20 on that session's 2-core AMD EPYC host (`benchmarks/train_time.py --rows`). On the stop-45 dev set 64 / 16
     # read 0.6 points under 128 / 32 (one seed), so a little is traded for the data's growth. Held out (GroupKFold):
     # oracle in the top 10 88.2% on stop 42's 4,563 problems (stop 42's 128 / 32 on them: 88.0%), 87.9% on all 5,235.
-    per_problem: int | None = 80
-    top: int = 20
+    # Stop 47 took it to 64 / 16 for the fit on 5,967 problems: 126.4 s at 80 / 20, 103.0 s at 64 / 16 on the same
+    # kind of host (train_time.py); no dev-CV run of its own, its check is the held-out split (BENCHMARKS.md, stop 47).
+    per_problem: int | None = 64
+    top: int = 16
     # An auxiliary problem's share of those rows (and of the re-ranker's `rerank_rows`): another device's problems
     # (RankingSet.with_auxiliary) may weigh less in the fit, and cost less of its time, than the device's own.
     aux_share: float = 1.0
