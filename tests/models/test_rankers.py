@@ -511,3 +511,22 @@ def test_aux_share_samples_fewer_rows_of_auxiliary_problems_in_every_fit(h100_sl
 def test_bad_aux_share_is_refused(share, h100_slice):
     with pytest.raises(ValueError, match="aux_share"):
         XGBRankerModel(experts=(), aux_share=share).fit(h100_slice.subset(h100_slice.problems[:4]))
+
+
+def test_max_bin_reaches_every_booster_and_changes_the_fit(h100_slice):
+    """`max_bin` is passed to each XGBoost fit (members, re-ranker, and the regressor baseline), and fewer bins give
+    other trees; a bad value is refused before any fit."""
+    train, test = h100_slice.subset(h100_slice.problems[:12]), h100_slice.subset(h100_slice.problems[12:16])
+    kw = dict(experts=(), n_estimators=10, max_depth=4, rerank_top=16, rerank_rows=24, n_jobs=1)
+    coarse, fine = XGBRankerModel(**kw, max_bin=8).fit(train), XGBRankerModel(**kw).fit(train)
+    for b in [*coarse.members_, coarse.reranker_]:
+        assert b.get_params()["max_bin"] == 8
+    assert all(b.get_params()["max_bin"] == 256 for b in [*fine.members_, fine.reranker_])
+    assert not np.array_equal(coarse.predict(test), fine.predict(test))
+    reg = RANKERS["xgb_regressor"](n_estimators=5, max_bin=8).fit(train)
+    assert reg.model_.get_params()["max_bin"] == 8
+    for bad in (1, 0, 2.5, True, "64"):
+        with pytest.raises(ValueError, match="max_bin"):
+            XGBRankerModel(**kw, max_bin=bad).fit(train)
+        with pytest.raises(ValueError, match="max_bin"):
+            RANKERS["xgb_regressor"](max_bin=bad).fit(train)
