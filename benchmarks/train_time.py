@@ -8,6 +8,7 @@ record names the CPU model: the lent 2-core machines differ between sessions.
 
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
   python benchmarks/train_time.py --no-steps --rows 128,96   # the fit at other rows per problem (top: a quarter)
+  python benchmarks/train_time.py --no-steps --max-bins 128,64   # the fit with fewer histogram bins (speed only)
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def main() -> None:
     ap.add_argument(
         "--rows", help="comma-separated rows per problem to time the fit at, each with a quarter of them the top ones"
     )
+    ap.add_argument("--max-bins", help="comma-separated XGBoost histogram bins to time the default fit at")
     args = ap.parse_args()
     t0 = time.perf_counter()
     train = load_ranking_set(args.data)
@@ -72,6 +74,11 @@ def main() -> None:
         t0 = time.perf_counter()
         XGBRankerModel(per_problem=rows, top=rows // 4).fit(train)
         by_rows[rows] = round(time.perf_counter() - t0, 1)
+    by_bins = {}
+    for bins in [int(b) for b in args.max_bins.split(",")] if args.max_bins else []:
+        t0 = time.perf_counter()
+        XGBRankerModel(max_bin=bins).fit(train)
+        by_bins[bins] = round(time.perf_counter() - t0, 1)
 
     steps, sub_rows = ({}, None) if args.no_steps else _steps(train)
     res = {
@@ -85,6 +92,7 @@ def main() -> None:
         "fit_s": round(fit_s, 1),
         "rows_per_problem": model.per_problem,
         "fit_s_at_rows": by_rows,
+        "fit_s_at_max_bin": by_bins,
         "steps_s": {k: round(v, 1) for k, v in steps.items()},
         "date": time.strftime("%Y-%m-%d"),
     }
