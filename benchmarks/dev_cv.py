@@ -8,6 +8,10 @@ the top 10), plus where the oracle ranked when it missed the top 10.
     python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base,rerank
     python benchmarks/dev_cv.py --data data/nvidia-h200 --variants base,rerank --out /tmp/dev.json
     python benchmarks/dev_cv.py --data data/nvidia-h200 --aux data/nvidia-h100-80gb-hbm3 --variants base
+    # stop 48: can another device's rows of problems the fold lacks stand in for its own? half the training problems,
+    # then the same half plus the H200's rows of (only) the other half
+    python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --train-share 0.5 --aux data/nvidia-h200 \
+        --aux-new-only
 
 Variants are named in VARIANTS below; each is a factory of a fresh ranker. Run on the CPU (xgboost).
 `--scores DIR` also writes each run's held-out scores (`DIR/<variant>_seed<seed>.parquet`: per row its problem,
@@ -225,7 +229,7 @@ SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status
 
 def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None) -> dict:
     """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
-    dev, n_inner, aux, outer_test, train_share = _DEV
+    dev, n_inner, aux, outer_test, train_share, aux_new_only = _DEV
     model_name = name
     if name in TRANSFORMS:
         model_name, transform = TRANSFORMS[name]
@@ -245,7 +249,9 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
             model.n_jobs = threads
         # with auxiliary data: never the outer fold's test problems, nor this inner fold's, on any device; one
         # with_auxiliary call, without copying the fold's own rows out first (the plain subset without aux)
-        train = dev.with_auxiliary(aux, leave_out=set(pids[te]) | set(outer_test), problems=pids[tr])
+        # --aux-new-only: nor the problems this fold trains on, so an auxiliary problem is one the fold lacks
+        leave_out = set(pids[te]) | set(outer_test) | (set(pids[tr]) if aux_new_only else set())
+        train = dev.with_auxiliary(aux, leave_out=leave_out, problems=pids[tr])
         model.fit(train)
         del train  # before the next fold's is built: with the H200 as auxiliary data it is about 8 GB
         test = dev.subset(pids[te])
@@ -263,6 +269,7 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
         "variant": name,
         "seed": seed,
         "train_share": train_share,
+        "aux_new_only": aux_new_only,
         "problems": s["n_problems"],
         "best10": [round(s[f"eff_best10_{k}"], 4) for k in ("geomean", "p10", "min")],
         "top1": [round(s[f"eff_top1_{k}"], 4) for k in ("geomean", "p10", "min")],
@@ -294,6 +301,11 @@ def main(argv=None) -> int:
         default=1.0,
         help="fit each inner fold on this seeded share of its training problems (a learning curve); test folds whole",
     )
+    ap.add_argument(
+        "--aux-new-only",
+        action="store_true",
+        help="keep only the auxiliary rows of the problems a fold does not train on (with --train-share: the rest)",
+    )
     args = ap.parse_args(argv)
 
     rs = load_ranking_set(args.data)
@@ -314,7 +326,9 @@ def main(argv=None) -> int:
     aux = load_auxiliary(args.aux or (), args.data)
     if not 0 < args.train_share <= 1:
         ap.error(f"--train-share {args.train_share}: expected a share in (0, 1]")
-    _DEV = (dev, args.inner, aux, test_ids, args.train_share)
+    if args.aux_new_only and not aux:
+        ap.error("--aux-new-only needs --aux")
+    _DEV = (dev, args.inner, aux, test_ids, args.train_share, args.aux_new_only)
     done: dict[int, dict] = {}
 
     def keep(i: int, result: dict) -> None:

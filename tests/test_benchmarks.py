@@ -419,3 +419,45 @@ def test_device_collect_gpus_gives_each_gpu_its_own_problems(tmp_path):
         assert DatasetStore.load(tmp_path / f"back{i}" / f"gpu{i}").done_problems() == {shapes[i]}
     many = call("240", *args, args[0])
     assert many.returncode == 2 and "3 argument sets but 2 GPUs" in many.stderr
+
+
+@pytest.mark.parametrize("new_only", [False, True])
+def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, monkeypatch):
+    """benchmarks/dev_cv.py: with --aux-new-only an inner fold's auxiliary rows never repeat a problem it trains on;
+    without it they do. Neither ever includes the fold's test problems or the outer fold's."""
+    dev_cv = _load("dev_cv")
+    f = frame({f"p{i}": [1.0 + i % 3, 2.0, 1.5] for i in range(10)})
+    f["problem_name"] = "sampled/2d3d/bfloat16/1/zipf"
+    calls = []
+
+    class Set:
+        def __init__(self, fr):
+            self.frame = fr.reset_index(drop=True)
+            self.problems = np.array(list(dict.fromkeys(self.frame["problem_id"])))
+
+        def subset(self, ids):
+            return Set(f[f["problem_id"].isin(set(ids))])
+
+        def with_auxiliary(self, aux, leave_out=(), problems=None):
+            calls.append((set(leave_out), set(problems)))
+            return self.subset(problems)
+
+    class Oracle:
+        def fit(self, train):
+            return self
+
+        def predict(self, test):
+            return -test.frame["median_ms"].to_numpy()
+
+    monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
+    monkeypatch.setattr(dev_cv, "_DEV", (Set(f), 5, ["an auxiliary set"], ["outer0", "outer1"], 0.5, new_only))
+    out = dev_cv._run("oracle", 0, None)
+    assert out["aux_new_only"] is new_only and out["hit"] == 1.0
+    assert len(calls) == 5
+    everyone = {f"p{i}" for i in range(10)}
+    for leave_out, trains_on in calls:
+        assert len(trains_on) == 4  # half of the 8 training problems of the fold (--train-share 0.5)
+        assert {"outer0", "outer1"} <= leave_out
+        assert len((everyone & leave_out) - trains_on) == 2  # the fold's test problems
+        assert len(everyone - trains_on - leave_out) == 4  # the dropped half: its auxiliary rows stay in
+        assert (trains_on <= leave_out) is new_only and (trains_on & leave_out in (set(), trains_on))
