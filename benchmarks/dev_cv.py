@@ -307,6 +307,11 @@ def main(argv=None) -> int:
         help="keep only the auxiliary rows of the problems a fold does not train on (with --train-share: the rest)",
     )
     args = ap.parse_args(argv)
+    # bad arguments before the minutes of loading
+    if not 0 < args.train_share <= 1:
+        ap.error(f"--train-share {args.train_share}: expected a share in (0, 1]")
+    if args.aux_new_only and not args.aux:
+        ap.error("--aux-new-only needs --aux")
 
     rs = load_ranking_set(args.data)
     folds = list(group_kfold(rs))
@@ -324,10 +329,6 @@ def main(argv=None) -> int:
         ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS})}")
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
     aux = load_auxiliary(args.aux or (), args.data)
-    if not 0 < args.train_share <= 1:
-        ap.error(f"--train-share {args.train_share}: expected a share in (0, 1]")
-    if args.aux_new_only and not aux:
-        ap.error("--aux-new-only needs --aux")
     _DEV = (dev, args.inner, aux, test_ids, args.train_share, args.aux_new_only)
     done: dict[int, dict] = {}
 

@@ -460,4 +460,4 @@ def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, 
         assert {"outer0", "outer1"} <= leave_out
         assert len((everyone & leave_out) - trains_on) == 2  # the fold's test problems
         assert len(everyone - trains_on - leave_out) == 4  # the dropped half: its auxiliary rows stay in
-        assert (trains_on <= leave_out) is new_only and (trains_on & leave_out in (set(), trains_on))
+        assert (trains_on <= leave_out) is new_only and (trains_on & leave_out) in (set(), trains_on)
