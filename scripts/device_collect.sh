@@ -3,7 +3,8 @@
 #   1. `autoheur collect ARGS --out DIR` until about 2 minutes before the call's end,
 #   2. `autoheur data refine DIR`, then `autoheur data polish DIR`, in the time left (both resumable, so what a call
 #      leaves the next one does),
-#   3. `autoheur data pack DIR`, then DIR (and the call's log) to $OUT as one tarball.
+#   3. `autoheur data pack DIR`, then DIR (and the call's log) to $OUT as one tarball, in 15 MB pieces when larger
+#      (scripts/return_pieces.sh: `cat dataset.tgz.part* > dataset.tgz` restores it).
 # DIR belongs under the ignored .cache/ (with Triton's cache beside it): a warm machine keeps both between calls, and
 # on a fresh one the collection starts DIR afresh; nothing collected is lost, since each call returns all of DIR.
 #
@@ -41,4 +42,5 @@ step() {
     python3 -m autoheur.cli data info "$DIR"
 } 2>&1 | tee "$OUT/device_collect.log"
 tar czf "$OUT/dataset.tgz" -C "$(dirname "$DIR")" "$(basename "$DIR")"
+bash "$(dirname "$0")/return_pieces.sh" "$OUT/dataset.tgz"   # over 15 MB: in pieces, since larger files do not come back
 ls -la "$OUT"

@@ -9,7 +9,8 @@
 # key of the list (about 100 s a key). Here each GPU gets the problems the caller gives it (one workload, one key, as a
 # rule) and a share of the CPU cores, and sees only its own device (CUDA_VISIBLE_DEVICES), so the precompile checks
 # run on it too. GPU i collects into .cache/gpu<i> (a warm machine keeps it and Triton's cache between calls) and
-# returns it as $OUT/gpu<i>/dataset.tgz, with its log beside it. Merge them afterwards with `autoheur data merge`.
+# returns it as $OUT/gpu<i>/dataset.tgz (in 15 MB pieces when larger), with its log beside it. Merge them
+# afterwards with `autoheur data merge`.
 set -u
 SECONDS_=$1
 shift

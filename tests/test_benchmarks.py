@@ -421,6 +421,33 @@ def test_device_collect_gpus_gives_each_gpu_its_own_problems(tmp_path):
     assert many.returncode == 2 and "3 argument sets but 2 GPUs" in many.stderr
 
 
+@pytest.mark.parametrize("size", [1000, 2500])
+def test_return_pieces_splits_only_a_file_over_the_limit(tmp_path, size):
+    """scripts/return_pieces.sh: a file over the limit becomes pieces of at most the limit that concatenate back to
+    it byte for byte; one at or under the limit stays whole."""
+    import subprocess
+
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    f = tmp_path / "dataset.tgz"
+    f.write_bytes(data)
+    run = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "return_pieces.sh"), str(f), "1000"], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    pieces = sorted(tmp_path.glob("dataset.tgz.part*"))
+    if size <= 1000:
+        assert f.read_bytes() == data and not pieces
+    else:
+        assert not f.exists() and [p.name for p in pieces] == [
+            "dataset.tgz.part00",
+            "dataset.tgz.part01",
+            "dataset.tgz.part02",
+        ]
+        assert all(p.stat().st_size <= 1000 for p in pieces)
+        assert b"".join(p.read_bytes() for p in pieces) == data
+        assert "cat dataset.tgz.part* > dataset.tgz" in run.stdout
+
+
 @pytest.mark.parametrize("new_only", [False, True])
 def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, monkeypatch):
     """benchmarks/dev_cv.py: with --aux-new-only an inner fold's auxiliary rows never repeat a problem it trains on;
