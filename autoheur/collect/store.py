@@ -32,7 +32,7 @@ import os
 import re
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -399,17 +399,43 @@ class DatasetStore:
         `sizes` as read-only."""
         cols = list(columns or COLUMNS)
         index, parts = self._read_index(retimed, cols)
-        by_file: dict[Path, list[str]] = {}
-        for pid, path in parts.items():
-            by_file.setdefault(path, []).append(pid)
-        frames: dict[str, pd.DataFrame] = {}
-        for path, pids in by_file.items():
-            for pid in pids:
-                frames[pid] = _to_pandas(self.read_problem(pid, index=index, part=path).select(cols))
-            self._cache = {key: v for key, v in self._cache.items() if key[0] != path}
+        frames = dict(self._problem_frames(cols, index, parts))
         if not frames:
             return SCHEMA.empty_table().select(cols).to_pandas()
         return pd.concat([frames[pid] for pid in parts], ignore_index=True)
+
+    def read_batches(
+        self, columns: list[str] | None = None, retimed: bool | Sequence[str] = True, min_rows: int = 1_000_000
+    ) -> Iterator[pd.DataFrame]:
+        """The rows of `read`, as DataFrames of whole problems of at least `min_rows` rows each (the last may be
+        smaller), in file order rather than problem order: a part pack's problems come together, read once.
+
+        For a consumer that reduces each batch (features, labels) and lets it go: the whole frame of the H100 set is
+        never held, nor its copies. Together the batches hold each problem's rows once."""
+        cols = list(columns or COLUMNS)
+        index, parts = self._read_index(retimed, cols)
+        batch: list[pd.DataFrame] = []
+        rows = 0
+        for _, frame in self._problem_frames(cols, index, parts):
+            batch.append(frame)
+            rows += len(frame)
+            if rows >= min_rows:
+                yield pd.concat(batch, ignore_index=True)
+                batch, rows = [], 0
+        if batch:
+            yield pd.concat(batch, ignore_index=True)
+
+    def _problem_frames(
+        self, cols: list[str], index: dict[str, dict[str, Path]], parts: dict[str, Path]
+    ) -> Iterator[tuple[str, pd.DataFrame]]:
+        """(problem_id, its rows as a DataFrame), file by file: a pack is read once and let go after its problems."""
+        by_file: dict[Path, list[str]] = {}
+        for pid, path in parts.items():
+            by_file.setdefault(path, []).append(pid)
+        for path, pids in by_file.items():
+            for pid in pids:
+                yield pid, _to_pandas(self.read_problem(pid, index=index, part=path).select(cols))
+            self._cache = {key: v for key, v in self._cache.items() if key[0] != path}
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:

@@ -175,12 +175,70 @@ def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd
     return store.read(COLUMNS), dict(store.meta.device), store.meta.space_hash
 
 
-def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False) -> RankingSet:
-    df, device, _ = load_dataset(path, allow_stale_kernel)
-    rs = RankingSet.from_frame(df, device)
-    del df
+def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False, batch_rows: int = 1_000_000) -> RankingSet:
+    """The dataset at `path` as a RankingSet: equal to `RankingSet.from_frame(*load_dataset(path)[:2])`, built a
+    batch of problems (at least `batch_rows` rows) at a time.
+
+    Why in batches: the whole frame, its sorted copy and the features' float64 temporaries came to 22.4 GB for the
+    H100 set's 16 M rows (a set of 8.6 GB) on a host of 24 GB (BENCHMARKS.md, "where the memory peak is"). Each batch
+    is read, reduced to its rows, features and labels, and let go; `merge_by_problem` then puts the batches' problems
+    in problem order, column by column."""
+    from autoheur.collect.store import DatasetStore
+
+    store = DatasetStore.load(Path(path))
+    if not allow_stale_kernel:
+        check_kernel(store.meta, path)
+    device = dict(store.meta.device)
+    sets = [RankingSet.from_frame(df, device) for df in store.read_batches(COLUMNS, min_rows=batch_rows)]
     _release_arrow_memory()
-    return rs
+    if not sets:
+        return RankingSet.from_frame(store.read(COLUMNS), device)
+    return merge_by_problem(sets)
+
+
+def merge_by_problem(sets: list[RankingSet]) -> RankingSet:
+    """One set of the problems of `sets` (each problem in one of them, its rows contiguous), in problem-id order as
+    `RankingSet.from_frame` sorts them. Empties the list: each part's features and columns are let go as soon as
+    they are placed, so the merge holds little more than its result."""
+    if len(sets) > 1:
+        sets[:] = [rs for rs in sets if len(rs.frame)] or sets[:1]  # a batch of only unusable problems adds none
+    if len(sets) == 1:
+        return sets.pop()
+    device = sets[0].device
+    where = []  # (problem id, set, first row in it, rows)
+    for i, rs in enumerate(sets):
+        sizes = rs.query_sizes()
+        starts = np.cumsum(sizes) - sizes
+        where += zip(rs.problems, [i] * len(sizes), starts.tolist(), sizes.tolist(), strict=True)
+    where.sort(key=lambda w: w[0])
+    ids = [w[0] for w in where]
+    if len(set(ids)) != len(ids):
+        raise ValueError("a problem is in two of the sets: merge_by_problem needs each problem in one")
+    dest = np.concatenate([[0], np.cumsum([w[3] for w in where])[:-1]]).astype(np.int64)
+    total = int(sum(w[3] for w in where))
+    # rows[i]: where each row of sets[i] goes; a problem's rows keep their order
+    starts_of = [[] for _ in sets]
+    for (_, i, start, n), d in zip(where, dest.tolist(), strict=True):
+        starts_of[i].append((start, d, n))
+    rows = []
+    for i, rs in enumerate(sets):
+        placed = sorted(starts_of[i])
+        shift = np.repeat([d - start for start, d, _ in placed], [n for _, _, n in placed]).astype(np.int64)
+        rows.append(np.arange(len(rs.frame), dtype=np.int64) + shift)
+    X = np.empty((total, sets[0].X.shape[1]), dtype=sets[0].X.dtype)
+    for rs, r in zip(sets, rows, strict=True):
+        X[r] = rs.X
+        rs.X = None
+    order = np.empty(total, dtype=np.int64)
+    order[np.concatenate(rows)] = np.arange(total, dtype=np.int64)
+    del rows
+    columns = {}
+    for col in list(sets[0].frame.columns):
+        merged = pd.concat([rs.frame.pop(col) for rs in sets], ignore_index=True)
+        columns[col] = merged.take(order).reset_index(drop=True)
+        del merged
+    sets.clear()
+    return RankingSet(pd.DataFrame(columns, copy=False), X, device)
 
 
 def _release_arrow_memory() -> None:
@@ -226,4 +284,5 @@ __all__ = [
     "load_auxiliary",
     "load_dataset",
     "load_ranking_set",
+    "merge_by_problem",
 ]

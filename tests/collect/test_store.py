@@ -583,3 +583,19 @@ def test_read_is_the_table_pack_by_pack_with_shared_sizes():
     assert store._cache == {} or all(not k[0].name.startswith("part-pack") for k in store._cache)
     sub = DatasetStore.load(root).read(["problem_id", "median_ms"])
     pd.testing.assert_frame_equal(sub, slow[["problem_id", "median_ms"]])
+
+
+def test_read_batches_hold_whole_problems_and_together_the_rows_of_read():
+    """`read_batches`: each batch at least `min_rows` rows (the last may be fewer), no problem split between two,
+    and together exactly `read`'s rows, in file order."""
+    root = Path(__file__).resolve().parents[2] / "data" / "retest-nvidia-h200"
+    cols = ["problem_id", "config_id", "median_ms", "status"]
+    whole = DatasetStore.load(root).read(cols)
+    batches = list(DatasetStore.load(root).read_batches(cols, min_rows=30_000))
+    assert len(batches) > 3
+    assert all(len(b) >= 30_000 for b in batches[:-1])
+    seen = [set(b["problem_id"]) for b in batches]
+    assert sum(len(s) for s in seen) == len(set().union(*seen)) == whole["problem_id"].nunique()
+    key = ["problem_id", "config_id"]
+    together = pd.concat(batches, ignore_index=True).sort_values(key, kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(together, whole.sort_values(key, kind="stable").reset_index(drop=True))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from pathlib import Path
 
-from autoheur.models.data import COLUMNS, RankingSet
+import numpy as np
+import pandas as pd
+import pytest
+
+from autoheur.models.data import COLUMNS, RankingSet, load_dataset, load_ranking_set, merge_by_problem
 
 
 def test_problems_that_never_launch_are_no_queries(h100_rows, h100_slice):
@@ -25,3 +29,38 @@ def test_the_ranking_frame_keeps_no_per_row_group_sizes(h100_rows, h100_slice):
     assert "sizes" in h100_rows.columns
     assert "sizes" not in h100_slice.frame.columns
     assert len(h100_slice.frame) == len(h100_slice.X)
+
+
+RETEST_H200 = Path(__file__).resolve().parents[2] / "data" / "retest-nvidia-h200"
+
+
+def test_the_set_built_in_batches_equals_the_set_of_the_whole_frame():
+    """`load_ranking_set` builds the set a batch of problems at a time (memory) and merges them in problem order: the
+    frame and the features must be those of `from_frame` on the whole dataset, row for row."""
+    df, device, _ = load_dataset(RETEST_H200)
+    whole = RankingSet.from_frame(df, device)
+    batched = load_ranking_set(RETEST_H200, batch_rows=20_000)
+    assert len(whole.problems) > 20  # many batches: each holds a few problems
+    pd.testing.assert_frame_equal(batched.frame, whole.frame)
+    np.testing.assert_array_equal(batched.X, whole.X)
+    assert batched.X.flags.c_contiguous
+    assert batched.data_hash() == whole.data_hash()
+
+
+def test_merge_by_problem_orders_problems_and_refuses_a_split_problem(h100_slice):
+    pids = list(h100_slice.problems)
+    parts = [h100_slice.subset(pids[i::3]) for i in (2, 0, 1)]  # each part sorted, problems interleaved between them
+    sets = list(parts)
+    merged = merge_by_problem(sets)
+    assert sets == []  # consumed: each part's arrays let go once placed
+    pd.testing.assert_frame_equal(merged.frame, h100_slice.frame)
+    np.testing.assert_array_equal(merged.X, h100_slice.X)
+    twice = [h100_slice.subset(pids[:4]), h100_slice.subset(pids[3:6])]
+    with pytest.raises(ValueError, match="in two of the sets"):
+        merge_by_problem(twice)
+
+
+def test_merge_by_problem_skips_a_part_with_no_usable_problem(h100_slice):
+    empty = h100_slice.subset([])
+    merged = merge_by_problem([empty, h100_slice.subset(h100_slice.problems[:3])])
+    assert list(merged.problems) == list(h100_slice.problems[:3])
