@@ -171,7 +171,7 @@ class XGBRankerModel(_Boosted):
     # configs spends its trees on telling them apart. Chosen on the dev CV (benchmarks/dev_cv.py; BENCHMARKS.md,
     # "Learned ranking"): oracle in the top 10 83.8% -> 86.0% (H100) and 86.4% -> 89.3% (H200); "replace" 83.9%.
     rerank_top: int = 48
-    rerank_rows: int = 64
+    rerank_rows: int = 48  # 64 until stop 51 (the fit time: see per_problem)
     rerank_relevance: tuple[float, ...] = RERANK_RELEVANCE
     rerank_objective: str = "rank:pairwise"
     rerank_mode: str = "add"
@@ -193,8 +193,11 @@ class XGBRankerModel(_Boosted):
     # oracle in the top 10 88.2% on stop 42's 4,563 problems (stop 42's 128 / 32 on them: 88.0%), 87.9% on all 5,235.
     # Stop 47 took it to 64 / 16 for the fit on 5,967 problems: 126.4 s at 80 / 20, 103.0 s at 64 / 16 on the same
     # kind of host (train_time.py); no dev-CV run of its own, its check is the held-out split (BENCHMARKS.md, stop 47).
-    per_problem: int | None = 64
-    top: int = 16
+    # Stop 51 took it to 48 / 12, and the re-ranker's rows (rerank_rows) 64 -> 48, for the fit on 7,999 problems:
+    # 136.1 s at 64 / 16 in `autoheur train`, 119.9 s at 48 / 12. Again no dev-CV run; its check was the held-out
+    # split: oracle in the top 10 89.0% -> 88.3% (BENCHMARKS.md, stop 51). Fewer rows is no longer a good lever.
+    per_problem: int | None = 48
+    top: int = 12
     # An auxiliary problem's share of those rows (and of the re-ranker's `rerank_rows`): another device's problems
     # (RankingSet.with_auxiliary) may weigh less in the fit, and cost less of its time, than the device's own.
     aux_share: float = 1.0
