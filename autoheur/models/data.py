@@ -179,8 +179,8 @@ def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False, batch_r
     """The dataset at `path` as a RankingSet: equal to `RankingSet.from_frame(*load_dataset(path)[:2])`, built a
     batch of problems (at least `batch_rows` rows) at a time.
 
-    Why in batches: the whole frame, its sorted copy and the features' float64 temporaries came to 22.4 GB for the
-    H100 set's 16 M rows (a set of 8.6 GB) on a host of 24 GB (BENCHMARKS.md, "where the memory peak is"). Each batch
+    Why in batches: the whole frame, its sorted copy and the features' float64 temporaries peaked at 21.9 GB for the
+    H100 set's 16 M rows (a set of 8.6 GB) on a host of 24 GB; in batches, 15.3 GB (BENCHMARKS.md, stop 51). Each batch
     is read, reduced to its rows, features and labels, and let go; `merge_by_problem` then puts the batches' problems
     in problem order, column by column."""
     from autoheur.collect.store import DatasetStore
