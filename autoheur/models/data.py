@@ -205,33 +205,25 @@ def merge_by_problem(sets: list[RankingSet]) -> RankingSet:
     if len(sets) == 1:
         return sets.pop()
     device = sets[0].device
-    where = []  # (problem id, set, first row in it, rows)
-    for i, rs in enumerate(sets):
-        sizes = rs.query_sizes()
-        starts = np.cumsum(sizes) - sizes
-        where += zip(rs.problems, [i] * len(sizes), starts.tolist(), sizes.tolist(), strict=True)
-    where.sort(key=lambda w: w[0])
-    ids = [w[0] for w in where]
+    ids = np.concatenate([rs.problems for rs in sets])  # problems in the sets' row order
+    sizes = np.concatenate([rs.query_sizes() for rs in sets]).astype(np.int64)
     if len(set(ids)) != len(ids):
         raise ValueError("a problem is in two of the sets: merge_by_problem needs each problem in one")
-    dest = np.concatenate([[0], np.cumsum([w[3] for w in where])[:-1]]).astype(np.int64)
-    total = int(sum(w[3] for w in where))
-    # rows[i]: where each row of sets[i] goes; a problem's rows keep their order
-    starts_of = [[] for _ in sets]
-    for (_, i, start, n), d in zip(where, dest.tolist(), strict=True):
-        starts_of[i].append((start, d, n))
-    rows = []
-    for i, rs in enumerate(sets):
-        placed = sorted(starts_of[i])
-        shift = np.repeat([d - start for start, d, _ in placed], [n for _, _, n in placed]).astype(np.int64)
-        rows.append(np.arange(len(rs.frame), dtype=np.int64) + shift)
+    by_id = np.argsort(ids, kind="stable")
+    start = np.empty_like(sizes)
+    start[by_id] = np.cumsum(sizes[by_id]) - sizes[by_id]  # each problem's first row in the result
+    total = int(sizes.sum())
+    # where each row of the sets (one after another) goes; a problem's rows keep their order
+    dest = np.repeat(start - (np.cumsum(sizes) - sizes), sizes) + np.arange(total, dtype=np.int64)
+    bounds = np.cumsum([0] + [len(rs.frame) for rs in sets])
+    rows = [dest[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     X = np.empty((total, sets[0].X.shape[1]), dtype=sets[0].X.dtype)
     for rs, r in zip(sets, rows, strict=True):
         X[r] = rs.X
         rs.X = None
     order = np.empty(total, dtype=np.int64)
-    order[np.concatenate(rows)] = np.arange(total, dtype=np.int64)
-    del rows
+    order[dest] = np.arange(total, dtype=np.int64)
+    del rows, dest
     columns = {}
     for col in list(sets[0].frame.columns):
         merged = pd.concat([rs.frame.pop(col) for rs in sets], ignore_index=True)
