@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from autoheur.features import feature_matrix
 from autoheur.models.metrics import USABLE_STATUSES, relevance
@@ -26,6 +27,10 @@ COLUMNS = ["problem_id", "problem_name", "layout", "dtype", "a_major", "b_major"
            "size_mean", "size_max", "size_min", "size_std", "empty_groups", "sizes", "config_id", "block_m", "block_n",
            "block_k", "num_stages", "num_warps", "group_m", "load", "warp_specialize", "median_ms", "reps", "censored",
            "status"]  # fmt: skip
+# Text columns a RankingSet holds as pandas categoricals: a few thousand distinct values over millions of rows. As
+# strings they were 3.2 of the H100 set's 9.4 GB (frame and features, 7,999 problems); as category codes, 0.2 GB.
+CATEGORICAL = ("problem_id", "problem_name", "layout", "dtype", "a_major", "b_major", "config_id", "load", "status",
+               "family")  # fmt: skip
 
 
 def family(name: str) -> str:
@@ -36,7 +41,7 @@ def family(name: str) -> str:
 
 @dataclass
 class RankingSet:
-    frame: pd.DataFrame  # dataset rows, grouped by problem (contiguous), with rel_time, label, family
+    frame: pd.DataFrame  # dataset rows, grouped by problem (contiguous), with rel_time, label, family; text as category
     X: np.ndarray  # features, row-aligned with frame
     device: dict  # the fingerprint the features were computed with
 
@@ -62,11 +67,11 @@ class RankingSet:
         X = np.ascontiguousarray(feature_matrix(df, df, device))
         # Each row's group sizes are one array object per row (2,182 per problem): 0.6 GB on the H200 set, read by
         # nothing after the features, which hold their statistics.
-        return cls(df.drop(columns=["sizes"], errors="ignore"), X, dict(device))
+        return cls(_categorical(df.drop(columns=["sizes"], errors="ignore")), X, dict(device))
 
     @property
     def problems(self) -> np.ndarray:
-        return self.frame["problem_id"].unique()
+        return np.asarray(self.frame["problem_id"].unique(), dtype=object)
 
     def subset(self, problem_ids: Iterable[str]) -> RankingSet:
         mask = self.frame["problem_id"].isin(set(problem_ids)).to_numpy()
@@ -139,9 +144,9 @@ def _stack(parts: Sequence[tuple[RankingSet, np.ndarray | None, str]], device: d
         for rs, m, prefix in parts:
             piece = rs.frame[col] if m is None else rs.frame[col][m]
             if col == "problem_id" and prefix:
-                piece = prefix + piece.astype(str)
+                piece = _prefixed(piece, prefix)
             pieces.append(piece)
-        columns[col] = pd.concat(pieces, ignore_index=True)
+        columns[col] = _concat(pieces)
     return RankingSet(pd.DataFrame(columns, copy=False), X, device)
 
 
@@ -182,7 +187,8 @@ def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False, batch_r
     Why in batches: the whole frame, its sorted copy and the features' float64 temporaries peaked at 21.9 GB for the
     H100 set's 16 M rows (a set of 8.6 GB) on a host of 24 GB; in batches, 15.3 GB (BENCHMARKS.md, stop 51). Each batch
     is read, reduced to its rows, features and labels, and let go; `merge_by_problem` then puts the batches' problems
-    in problem order, column by column."""
+    in problem order, column by column. With the text columns as categoricals (CATEGORICAL), the load of the
+    7,999-problem H100 set peaked at 9.8 GB instead of 13.4 GB, for a set of 6.4 GB instead of 9.4 GB (stop 52)."""
     from autoheur.collect.store import DatasetStore
 
     store = DatasetStore.load(Path(path))
@@ -226,11 +232,35 @@ def merge_by_problem(sets: list[RankingSet]) -> RankingSet:
     del rows, dest
     columns = {}
     for col in list(sets[0].frame.columns):
-        merged = pd.concat([rs.frame.pop(col) for rs in sets], ignore_index=True)
+        merged = _concat([rs.frame.pop(col) for rs in sets])
         columns[col] = merged.take(order).reset_index(drop=True)
         del merged
     sets.clear()
     return RankingSet(pd.DataFrame(columns, copy=False), X, device)
+
+
+def _categorical(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with its CATEGORICAL columns as categoricals (in place)."""
+    for col in CATEGORICAL:
+        if col in df.columns and not isinstance(df[col].dtype, pd.CategoricalDtype):
+            df[col] = df[col].astype("category")
+    return df
+
+
+def _prefixed(col: pd.Series, prefix: str) -> pd.Series:
+    """`prefix` before every value of a text column, a categorical staying one (its categories renamed)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.rename_categories(prefix + col.cat.categories.astype(str))
+    return prefix + col.astype(str)
+
+
+def _concat(pieces: list[pd.Series]) -> pd.Series:
+    """The pieces one after another, as `pd.concat`, except that categoricals of different categories stay a
+    categorical, of the union of their categories in sorted order (as `astype("category")` orders them: a set's
+    columns do not depend on how it was put together), instead of becoming strings again."""
+    if len(pieces) > 1 and all(isinstance(p.dtype, pd.CategoricalDtype) for p in pieces):
+        return pd.Series(union_categoricals(pieces, sort_categories=True), name=pieces[0].name)
+    return pd.concat(pieces, ignore_index=True)
 
 
 def _release_arrow_memory() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autoheur.models.data import COLUMNS, RankingSet, load_dataset, load_ranking_set, merge_by_problem
+from autoheur.models.data import CATEGORICAL, COLUMNS, RankingSet, load_dataset, load_ranking_set, merge_by_problem
 
 
 def test_problems_that_never_launch_are_no_queries(h100_rows, h100_slice):
@@ -29,6 +29,21 @@ def test_the_ranking_frame_keeps_no_per_row_group_sizes(h100_rows, h100_slice):
     assert "sizes" in h100_rows.columns
     assert "sizes" not in h100_slice.frame.columns
     assert len(h100_slice.frame) == len(h100_slice.X)
+
+
+def test_text_columns_are_categoricals_of_the_same_values(h100_rows, h100_slice):
+    """The text columns are held as categoricals (memory); their values, the problem order and the data hash (which
+    models record) are those of the strings."""
+    frame = h100_slice.frame
+    assert all(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in CATEGORICAL)
+    as_text = frame.astype({c: "string" for c in CATEGORICAL})
+    assert RankingSet(as_text, h100_slice.X, h100_slice.device).data_hash() == h100_slice.data_hash()
+    usable = h100_rows[h100_rows["problem_id"].isin(set(h100_slice.problems))]
+    assert list(h100_slice.problems) == sorted(set(usable["problem_id"]))
+    assert h100_slice.problems.dtype == object
+    some = h100_slice.subset(h100_slice.problems[:2])
+    assert list(some.frame["problem_id"].unique()) == list(h100_slice.problems[:2])
+    assert some.frame["config_id"].tolist() == frame["config_id"][frame["problem_id"].isin(some.problems)].tolist()
 
 
 RETEST_H200 = Path(__file__).resolve().parents[2] / "data" / "retest-nvidia-h200"

@@ -110,7 +110,9 @@ def test_with_auxiliary_keeps_features_aligned_and_refuses_the_same_device(h100_
     src = aux.frame[aux.frame["problem_id"] != pid]
     assert len(extra) == len(src)
     np.testing.assert_array_equal(both.X[extra], aux.X[src.index])
-    assert (both.frame.loc[extra, "problem_id"].to_numpy() == ("aux:NVIDIA H200:" + src["problem_id"]).to_numpy()).all()
+    borrowed = ("aux:NVIDIA H200:" + src["problem_id"].astype(str)).to_numpy()
+    assert (both.frame.loc[extra, "problem_id"].to_numpy() == borrowed).all()
+    assert isinstance(both.frame["problem_id"].dtype, pd.CategoricalDtype)  # stacked, the ids stay categorical
     assert h100_slice.with_auxiliary([]) is h100_slice
     with pytest.raises(ValueError, match="merge"):
         h100_slice.with_auxiliary([h100_slice])
