@@ -22,16 +22,23 @@ H100 = artifact.MODELS_DIR.parent / "data" / "nvidia-h100-80gb-hbm3"
 
 def _mini(source, root, count=12):
     """`count` whole problems of the shipped dataset at `source` (ones that launch the kernel), copied to `root` as a
-    dataset of their own."""
+    dataset of their own: the first half of them 2D x 3D forwards (A and W K-contiguous), the rest the first of any
+    kind, in the store's order. Why the forwards by name: the store orders problems by id, so which kinds come first
+    moves as the dataset grows (at 8,308 problems the first twelve held no forward)."""
     root.mkdir()
     shutil.copy(source / MANIFEST, root / MANIFEST)
     store, mini = DatasetStore.load(source), DatasetStore.load(root)
-    copied = 0
+    forwards = others = 0
     for pid, path in store.parts().items():
         part = store.read_part(pid, path)
-        if copied < count and problem_from_row(part.slice(0, 1).to_pylist()[0]).launches:
-            mini._write_part(pid, part)  # verbatim, as merge copies (the shipped parts are packed)
-            copied += 1
+        p = problem_from_row(part.slice(0, 1).to_pylist()[0])
+        forward = (p.layout, p.a_major, p.b_major) == ("2d3d", "k", "k")
+        if not p.launches or (forward and forwards >= count // 2) or (not forward and others >= count - count // 2):
+            continue
+        mini._write_part(pid, part)  # verbatim, as merge copies (the shipped parts are packed)
+        forwards, others = forwards + forward, others + (not forward)
+        if forwards + others == count:
+            break
     return root
 
 
