@@ -158,6 +158,11 @@ VARIANTS["rows80_bins128"] = lambda seed: XGBRankerModel(random_state=seed, per_
 VARIANTS["rows64_rr64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=64, top=16, rerank_rows=64)
 VARIANTS["rows48_rr64"] = lambda seed: XGBRankerModel(random_state=seed, rerank_rows=64)
 VARIANTS["rows64_rr48"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=64, top=16)
+# stop 52: the re-ranker fits as many rows as a member (48 a problem), a third of the fit; rows moved from it to the
+# members at about the same fit cost (64 + 64 + 24 member and re-ranker rows against 48 x 3), and a re-ranker of half
+# the trees at twice the step
+VARIANTS["rows64_rr24"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=64, top=16, rerank_rows=24)
+VARIANTS["rr_t150"] = lambda seed: XGBRankerModel(random_state=seed, rerank_estimators=150, rerank_learning_rate=0.2)
 
 
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:

@@ -195,7 +195,8 @@ class XGBRankerModel(_Boosted):
     # kind of host (train_time.py); no dev-CV run of its own, its check is the held-out split (BENCHMARKS.md, stop 47).
     # Stop 51 took it to 48 / 12, and the re-ranker's rows (rerank_rows) 64 -> 48, for the fit on 7,999 problems:
     # 136.1 s at 64 / 16 in `autoheur train`, 119.9 s at 48 / 12. Again no dev-CV run; its check was the held-out
-    # split: oracle in the top 10 89.0% -> 88.3% (BENCHMARKS.md, stop 51). Fewer rows is no longer a good lever.
+    # split: oracle in the top 10 89.0% -> 88.3% (BENCHMARKS.md, stop 51), and leave-one-family-out 88.7% -> 86.6%
+    # (stop 52). Fewer rows is no longer a good lever.
     per_problem: int | None = 48
     top: int = 12
     # An auxiliary problem's share of those rows (and of the re-ranker's `rerank_rows`): another device's problems
