@@ -197,6 +197,10 @@ class XGBRankerModel(_Boosted):
     # 136.1 s at 64 / 16 in `autoheur train`, 119.9 s at 48 / 12. Again no dev-CV run; its check was the held-out
     # split: oracle in the top 10 89.0% -> 88.3% (BENCHMARKS.md, stop 51), and leave-one-family-out 88.7% -> 86.6%
     # (stop 52). Fewer rows is no longer a good lever.
+    # Nor is moving rows between the members and the re-ranker: on the stop-53 dev CV (8,308 problems) a re-ranker of
+    # half the trees, 64 / 16 member rows with 24 re-ranker rows, 40 / 10 with 64 and 32 / 8 with 64 all read at or
+    # under these settings (88.0% oracle in the top 10: 87.5%, 86.9%, 87.9%, 87.4%), and none of the last three fitted
+    # faster (BENCHMARKS.md, "Learned ranking", stop 53).
     per_problem: int | None = 48
     top: int = 12
     # An auxiliary problem's share of those rows (and of the re-ranker's `rerank_rows`): another device's problems
