@@ -10,42 +10,35 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoheur.models.data import load_ranking_set  # noqa: E402
+from autoheur.models.data import RankingSet, load_ranking_set  # noqa: E402
 from autoheur.models.rankers import XGBRankerModel, _subsample  # noqa: E402
 
 
 def main() -> None:
-    import xgboost as xgb
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
     args = ap.parse_args()
     rs = load_ranking_set(args.data)
     m = XGBRankerModel()
+    one = replace(m, n_estimators=100, n_jobs=1)  # a member's fit as the ranker builds it, shortened
     route = m._route(rs.X)
     for e in sorted(set(route.tolist()), reverse=True):
         sub = _subsample(rs, m.per_problem, m.top, 0, route == e)
         X = sub.X
         used = np.flatnonzero(X.min(axis=0) != X.max(axis=0))
-        qid = pd.factorize(sub.frame["problem_id"], sort=False)[0]
         y = m.labels(sub.frame)
         for obj in ("rank:pairwise", "rank:ndcg"):
             res = {}
             for name, XX in (("all", X), ("used", np.ascontiguousarray(X[:, used]))):
-                r = xgb.XGBRanker(
-                    objective=obj, n_estimators=100, max_depth=8, learning_rate=0.1, tree_method="hist",
-                    lambdarank_pair_method="topk" if obj == "rank:ndcg" else "mean",
-                    lambdarank_num_pair_per_sample=16 if obj == "rank:ndcg" else 8, n_jobs=1, random_state=0,
-                )  # fmt: skip
                 t = time.perf_counter()
-                r.fit(XX, y, qid=qid)
+                r = one._fit_one(RankingSet(sub.frame, XX, sub.device), obj, labels=y, n_jobs=1)
                 res[name] = time.perf_counter() - t
                 res[name + "_pred"] = r.predict(XX[:5000])
             same = np.allclose(res["all_pred"], res["used_pred"], atol=1e-5)

@@ -22,9 +22,9 @@ H100 = artifact.MODELS_DIR.parent / "data" / "nvidia-h100-80gb-hbm3"
 
 def _mini(source, root, count=12):
     """`count` whole problems of the shipped dataset at `source` (ones that launch the kernel), copied to `root` as a
-    dataset of their own: the first half of them 2D x 3D forwards (A and W K-contiguous), the rest the first of any
-    kind, in the store's order. Why the forwards by name: the store orders problems by id, so which kinds come first
-    moves as the dataset grows (at 8,308 problems the first twelve held no forward)."""
+    dataset of their own: the first half of them 2D x 3D forwards (A and W K-contiguous), the rest the first of the
+    other kinds, in the store's order. Why the forwards by name: the store orders problems by id, so which kinds come
+    first moves as the dataset grows (at 8,308 problems the first twelve held no forward)."""
     root.mkdir()
     shutil.copy(source / MANIFEST, root / MANIFEST)
     store, mini = DatasetStore.load(source), DatasetStore.load(root)
