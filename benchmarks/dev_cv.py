@@ -169,9 +169,9 @@ VARIANTS["rr_t150"] = lambda seed: XGBRankerModel(random_state=seed, rerank_esti
 VARIANTS["rows40_rr64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=40, top=10, rerank_rows=64)
 VARIANTS["rows32_rr64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=32, top=8, rerank_rows=64)
 # stop 54: the fit's time without moving rows (no row variant read level and faster at stop 53): stop 47's 64 bins,
-# never run on the dev CV (2-10% faster then), and trees a level shallower (depth 7; the members' and the re-ranker's)
+# never run on the dev CV (2-10% faster then), and trees a level shallower (depth 7; the members' and the re-ranker's).
+# Measured: bins64 level at 10% less time (one seed), depth7 -0.71 points (BENCHMARKS.md, "Learned ranking", stop 54)
 VARIANTS["depth7"] = lambda seed: XGBRankerModel(random_state=seed, max_depth=7)
-VARIANTS["depth7_bins64"] = lambda seed: XGBRankerModel(random_state=seed, max_depth=7, max_bin=64)
 
 
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
