@@ -170,7 +170,7 @@ VARIANTS["rows40_rr64"] = lambda seed: XGBRankerModel(random_state=seed, per_pro
 VARIANTS["rows32_rr64"] = lambda seed: XGBRankerModel(random_state=seed, per_problem=32, top=8, rerank_rows=64)
 # stop 54: the fit's time without moving rows (no row variant read level and faster at stop 53): stop 47's 64 bins,
 # never run on the dev CV (2-10% faster then), and trees a level shallower (depth 7; the members' and the re-ranker's).
-# Measured: bins64 level at 10% less time (one seed), depth7 -0.71 points (BENCHMARKS.md, "Learned ranking", stop 54)
+# Measured: bins64 level at 9-10% less time (two seeds), depth7 -0.71 points (BENCHMARKS.md, "Learned ranking", stop 54)
 VARIANTS["depth7"] = lambda seed: XGBRankerModel(random_state=seed, max_depth=7)
 
 

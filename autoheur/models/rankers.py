@@ -136,8 +136,8 @@ class _Boosted(Ranker):
     colsample_bytree: float = 1.0
     # Histogram bins per feature in XGBoost's `hist` trees (its default, 256). Fewer bins make each split search
     # cheaper; stop 47 added it to measure a faster fit of the grown H100 data on the dev CV (dev_cv.py "bins*").
-    # Stop 54's dev CV (8,795 problems, one seed): 64 bins read level (oracle in the top 10 88.02% against 87.83%)
-    # at 10% less time; a candidate for the default once a second seed agrees (BENCHMARKS.md, "Learned ranking").
+    # Stop 54's dev CV (8,795 problems, two seeds): 64 bins read level (oracle in the top 10 88.01% against 87.97%,
+    # mean) at 9-10% less time; the next default, to adopt with a retrain (BENCHMARKS.md, "Learned ranking").
     max_bin: int = 256
 
     def _check_bins(self) -> None:
