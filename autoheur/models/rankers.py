@@ -134,10 +134,9 @@ class _Boosted(Ranker):
     n_jobs: int | None = None
     subsample: float = 1.0  # row and column sampling per tree (1.0: none, deterministic)
     colsample_bytree: float = 1.0
-    # Histogram bins per feature in XGBoost's `hist` trees (its default, 256). Fewer bins make each split search
-    # cheaper; stop 47 added it to measure a faster fit of the grown H100 data on the dev CV (dev_cv.py "bins*").
-    # Stop 54's dev CV (8,795 problems, two seeds): 64 bins read level (oracle in the top 10 88.01% against 87.97%,
-    # mean) at 9-10% less time; the next default, to adopt with a retrain (BENCHMARKS.md, "Learned ranking").
+    # Histogram bins per feature in XGBoost's `hist` trees (XGBoost's default, 256, here; the ranker sets its own).
+    # Fewer bins make each split search cheaper; stop 47 added it to measure a faster fit of the grown H100 data on
+    # the dev CV (dev_cv.py "bins*").
     max_bin: int = 256
 
     def _check_bins(self) -> None:
@@ -223,6 +222,11 @@ class XGBRankerModel(_Boosted):
     # CV (BENCHMARKS.md, "Learned ranking", stop 40) the oracle in the top 10 rose on both seeds, on 2D x 2D and on
     # the public forward problems alike, for the same fit time (the experts split the same rows).
     experts: tuple[str, ...] = ("layout_2d2d",)
+    # 64 histogram bins (the regressor baseline keeps XGBoost's 256), since stop 55: on stop 54's dev CV (inner 5-fold
+    # of the H100 GroupKFold's first fold, 7,036 problems, two seeds) 64 bins read level with 256 (oracle in the top
+    # 10 88.02% / 88.00% against 87.83% / 88.10%, best-of-10 no worse) at 9-10% less fit time (BENCHMARKS.md,
+    # "Learned ranking", stop 54 and 55).
+    max_bin: int = 64
 
     def _route(self, X: np.ndarray) -> np.ndarray:
         """Per row (a problem's features are on each of its rows), the index of its expert: 0..len(experts)."""
@@ -735,6 +739,7 @@ FAMILY_PARAMS: dict[str, dict[str, dict]] = {
             "rerank_top": 0,
             "ignore_features": CRIT_FEATURES,
             "experts": (),  # one layout (2D x 3D) in its data, and the single model its figures were measured on
+            "max_bin": 256,  # the bins its shipped model was fitted with (the triton family's 64 came later)
         }
     }
 }

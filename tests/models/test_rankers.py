@@ -11,7 +11,7 @@ import pytest
 from autoheur.features import FEATURE_NAMES
 from autoheur.models.data import RankingSet, family
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import RANKERS, FixedBest, FixedList, NearestProblem, XGBRankerModel
+from autoheur.models.rankers import RANKERS, FixedBest, FixedList, NearestProblem, XGBRankerModel, family_params
 
 SMALL = {
     "xgb_ranker": dict(objective="rank:ndcg", n_estimators=20, max_depth=4),
@@ -521,10 +521,11 @@ def test_max_bin_reaches_every_booster_and_changes_the_fit(h100_slice):
     coarse, fine = XGBRankerModel(**kw, max_bin=8).fit(train), XGBRankerModel(**kw).fit(train)
     for b in [*coarse.members_, coarse.reranker_]:
         assert b.get_params()["max_bin"] == 8
-    assert all(b.get_params()["max_bin"] == 256 for b in [*fine.members_, fine.reranker_])
+    assert all(b.get_params()["max_bin"] == 64 for b in [*fine.members_, fine.reranker_])  # the ranker's default
     assert not np.array_equal(coarse.predict(test), fine.predict(test))
     reg = RANKERS["xgb_regressor"](n_estimators=5, max_bin=8).fit(train)
     assert reg.model_.get_params()["max_bin"] == 8
+    assert RANKERS["xgb_regressor"]().max_bin == 256 and family_params("inductor")["xgb_ranker"]["max_bin"] == 256
     for bad in (1, 0, 2.5, True, "64"):
         with pytest.raises(ValueError, match="max_bin"):
             XGBRankerModel(**kw, max_bin=bad).fit(train)
