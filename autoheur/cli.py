@@ -302,9 +302,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 _EVAL_METHOD = (
-    "Every figure is on problems the model did not see while fitting. The default xgb_ranker is an ensemble of a "
-    "rank:pairwise and a rank:ndcg model (rankers.py); its design (the ensemble, its 128-config shortlist) was chosen "
-    "on an inner 5-fold CV of the training problems of h100:group_kfold's first fold, never on these figures. "
+    "Every figure is on problems the model did not see while fitting. The default xgb_ranker is a rank:pairwise "
+    "model with a near-best re-ranker over its best 48, one per layout kind (rankers.py); its design (its members, "
+    "re-ranker, rows, bins and 128-config shortlist) was chosen on an inner 5-fold CV of the training problems of "
+    "h100:group_kfold's first fold, never on these figures. "
     "Exception: on Inductor's template family it is one model whose objective an inner 2-fold CV picks on each "
     "fold's training problems (rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's "
     "held-out figures: that one choice between two procedures was made on them. "

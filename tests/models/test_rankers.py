@@ -11,7 +11,15 @@ import pytest
 from autoheur.features import FEATURE_NAMES
 from autoheur.models.data import RankingSet, family
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import RANKERS, FixedBest, FixedList, NearestProblem, XGBRankerModel, family_params
+from autoheur.models.rankers import (
+    ENSEMBLE_MEMBERS,
+    RANKERS,
+    FixedBest,
+    FixedList,
+    NearestProblem,
+    XGBRankerModel,
+    family_params,
+)
 
 SMALL = {
     "xgb_ranker": dict(objective="rank:ndcg", n_estimators=20, max_depth=4),
@@ -110,14 +118,12 @@ def test_objective_auto_selects_on_inner_folds_only(h100_slice):
 
 
 def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
-    """The default ranker: both members re-score the lead's shortlist; the shortlist is ordered by the sum of their
+    """The ensemble of two members: both re-score the lead's shortlist; the shortlist is ordered by the sum of their
     per-problem standardized scores, except that the lead's own best config comes first; the rest stay below."""
-    from autoheur.models.rankers import ENSEMBLE_MEMBERS
-
     pids = h100_slice.problems
     m = XGBRankerModel(
-        experts=(), n_estimators=60, max_depth=3, n_jobs=1, rerank_top=0
-    )  # the blend alone (see the rerank tests)
+        experts=(), n_estimators=60, max_depth=3, n_jobs=1, rerank_top=0, members=ENSEMBLE_MEMBERS
+    )  # the two-member blend alone (see the rerank tests)
     m.shortlist = 40  # fewer than a problem's configs, so the shortlist matters
     assert m.objective == "ensemble"
     m.fit(h100_slice.subset(pids[:20]))
@@ -133,7 +139,7 @@ def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
     assert scores[short].min() > scores[outside].max()
     a, b = lead.inplace_predict(X[short]).astype(float), other.inplace_predict(X[short]).astype(float)
     blend = (a - a.mean()) / a.std() + (b - b.mean()) / b.std()
-    assert np.argmax(scores) == short[np.argmax(a)]  # the lead's best first
+    assert np.argmax(scores) == short[np.argmax(a)]  # the lead's best first (of a tie, the earlier config)
     rest = [i for i in range(len(short)) if i != np.argmax(a)]
     # the lead's score there is its coarse trees' plus the rest's: float32 sums in another order
     np.testing.assert_allclose(scores[short[rest]], blend[rest], rtol=1e-5, atol=1e-5)
@@ -250,8 +256,8 @@ def test_rerank_learns_the_fastest_rows_under_its_own_grades(h100_slice, monkeyp
     )
     train = h100_slice.subset(h100_slice.problems[:6])
     XGBRankerModel(experts=(), n_estimators=5, max_depth=3, rerank_top=8, rerank_rows=10, n_jobs=1).fit(train)
-    y, qid = seen[-1]  # one thread: the fits one after another, the members first, the re-ranker last
-    assert len(seen) == 3 and np.bincount(qid).tolist() == [10] * 6
+    y, qid = seen[-1]  # one thread: the fits one after another, the member (the lead alone) first, the re-ranker last
+    assert len(seen) == 2 and np.bincount(qid).tolist() == [10] * 6
     f = train.frame
     for q, (_, g) in enumerate(f.groupby("problem_id", sort=False)):
         fastest = np.sort(g.loc[g["status"] == "ok", "rel_time"].to_numpy())[:10]
@@ -440,11 +446,11 @@ def test_layout_experts_are_each_kinds_own_model(h100_slice):
 
 
 def test_experts_fitted_side_by_side_are_the_experts_fitted_one_fit_after_another(h100_slice):
-    """With 2 threads each expert's three fits run side by side (one thread each); the model is the one fitted one
-    fit after another on one thread, expert by expert."""
+    """With 2 threads each expert's fits (the two members and the re-ranker here) run side by side (one thread
+    each); the model is the one fitted one fit after another on one thread, expert by expert."""
     pids = h100_slice.problems
     train, test = h100_slice.subset(pids[::2]), h100_slice.subset(pids[1::2])
-    kw = dict(n_estimators=8, max_depth=3, rerank_top=8, rerank_rows=16)
+    kw = dict(n_estimators=8, max_depth=3, rerank_top=8, rerank_rows=16, members=ENSEMBLE_MEMBERS)
     one, two = (XGBRankerModel(**kw, n_jobs=n).fit(train) for n in (1, 2))
     assert sorted(two.experts_) == [0, 1]
     np.testing.assert_array_equal(two.predict(test), one.predict(test))
