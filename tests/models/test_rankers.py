@@ -501,7 +501,7 @@ def test_aux_share_samples_fewer_rows_of_auxiliary_problems_in_every_fit(h100_sl
     model = XGBRankerModel(experts=(), n_estimators=5, max_depth=3, per_problem=40, top=8, aux_share=0.5,
                            rerank_top=8, rerank_rows=10, n_jobs=1)  # fmt: skip
     model.fit(train)
-    member, _, rerank = (np.bincount(q).tolist() for q in seen)
+    member, rerank = (np.bincount(q).tolist() for q in seen)  # the lead member, then the re-ranker
     assert member == [40] * 4 + [20] * 4 and rerank == [10] * 4 + [5] * 4
 
     half = _subsample(train, 40, 8, 0, aux_share=0.5).frame
