@@ -17,8 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoheur.models.data import RankingSet, load_ranking_set  # noqa: E402
-from autoheur.models.rankers import XGBRankerModel, _subsample  # noqa: E402
+from autoheur.models.data import RankingSet, load_ranking_set, sample_rows  # noqa: E402
+from autoheur.models.rankers import XGBRankerModel  # noqa: E402
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     one = replace(m, n_estimators=100, n_jobs=1)  # a member's fit as the ranker builds it, shortened
     route = m._route(rs.X)
     for e in sorted(set(route.tolist()), reverse=True):
-        sub = _subsample(rs, m.per_problem, m.top, 0, route == e)
+        sub = sample_rows(rs, m.per_problem, m.top, 0, route == e)
         X = sub.X
         used = np.flatnonzero(X.min(axis=0) != X.max(axis=0))
         y = m.labels(sub.frame)

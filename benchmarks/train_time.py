@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoheur.models.data import load_ranking_set  # noqa: E402
-from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, _subsample  # noqa: E402
+from autoheur.models.data import load_ranking_set, sample_rows  # noqa: E402
+from autoheur.models.rankers import ENSEMBLE, XGBRankerModel  # noqa: E402
 from benchmarks.common import cpu_model  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def _steps(train) -> tuple[dict, int]:
     for e in sorted(set(route.tolist())):
         within = route == e
         t0 = time.perf_counter()
-        sub = _subsample(train, m.per_problem, m.top, m.random_state, within, m.aux_share)
+        sub = sample_rows(train, m.per_problem, m.top, m.random_state, within, m.aux_share)
         steps[f"{names[e]}: subsample"] = time.perf_counter() - t0
         sub_rows += len(sub.frame)
         for obj in m.members:

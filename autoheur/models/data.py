@@ -22,6 +22,12 @@ from autoheur.models.metrics import USABLE_STATUSES, relevance
 from autoheur.problem import launches_kernel
 
 AUX_PREFIX = "aux:"  # the problem ids of auxiliary (other-device) training queries: see RankingSet.with_auxiliary
+# An auxiliary dataset is thinned as it loads (load_auxiliary): each problem keeps AUX_ROWS rows, its fastest quarter
+# of them and a uniform sample of the rest, as sample_rows picks a fit's rows. Why: a fit reads at most a few hundred
+# rows of a problem (the ranker's 48, the regressor baseline's 384, of 2,182), and the H100 set whole (19.2 M rows)
+# beside the H200's own (7.4 M) is more than the 24 GB host holds; thinned, it is 4.5 M. A fit's sample of a thinned
+# problem is a sample of the whole problem as well (its fastest rows are all kept), though not the same draw.
+AUX_ROWS = 512
 
 COLUMNS = ["problem_id", "problem_name", "layout", "dtype", "a_major", "b_major", "groups", "total", "m", "n", "k",
            "size_mean", "size_max", "size_min", "size_std", "empty_groups", "sizes", "config_id", "block_m", "block_n",
@@ -44,6 +50,7 @@ class RankingSet:
     frame: pd.DataFrame  # dataset rows, grouped by problem (contiguous), with rel_time, label, family; text as category
     X: np.ndarray  # features, row-aligned with frame
     device: dict  # the fingerprint the features were computed with
+    thin: int | None = None  # rows kept a problem where loaded thinned (load_ranking_set's `thin`); None: every row
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, device: Mapping) -> RankingSet:
@@ -122,6 +129,47 @@ class RankingSet:
         return h.hexdigest()[:16]
 
 
+def rows_of(rs: RankingSet, rows: np.ndarray) -> RankingSet:
+    """The set of `rs`'s rows at the indices `rows`."""
+    return RankingSet(rs.frame.iloc[rows].reset_index(drop=True), rs.X[rows], rs.device)
+
+
+def problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """Each problem's (id, row indices), in frame order; only the problems whose rows `within` (a row mask, or None:
+    all) holds. Problems, not rows: a layout expert's rows are whole problems."""
+    groups = rs.frame.groupby("problem_id", sort=False).indices.items()
+    return [(pid, idx) for pid, idx in groups if within is None or within[idx[0]]]
+
+
+def aux_scaled(count: int, pid: str, aux_share: float) -> int:
+    """The rows a problem keeps: `count`, or `aux_share` of it for another device's problem (with_auxiliary)."""
+    if aux_share == 1.0 or not str(pid).startswith(AUX_PREFIX):
+        return count
+    return max(1, round(count * aux_share))
+
+
+def sample_rows(
+    rs: RankingSet, per_problem: int | None, top: int, seed: int, within=None, aux_share: float = 1.0
+) -> RankingSet:
+    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all (an auxiliary
+    problem: `aux_share` of both); only the problems of `within` (a row mask; None: all). The result is the same as
+    that of the problems taken out first, without copying them out of a large set."""
+    if per_problem is None:
+        return rs if within is None else rows_of(rs, np.flatnonzero(within))
+    rng = np.random.default_rng(seed)
+    keep = []
+    rel = rs.frame["rel_time"].to_numpy()
+    for pid, idx in problem_rows(rs, within):
+        n, t = aux_scaled(per_problem, pid, aux_share), aux_scaled(top, pid, aux_share)
+        if len(idx) <= n:
+            keep.append(idx)
+            continue
+        order = idx[np.argsort(rel[idx], kind="stable")]
+        rest = rng.choice(order[t:], size=n - t, replace=False)
+        keep.append(np.sort(np.concatenate([order[:t], rest])))
+    return rows_of(rs, np.concatenate(keep))
+
+
 def _stack(parts: Sequence[tuple[RankingSet, np.ndarray | None, str]], device: dict) -> RankingSet:
     """The rows of each (set, mask or None for all, prefix for its problem ids) as one set, built column by column.
 
@@ -180,7 +228,9 @@ def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd
     return store.read(COLUMNS), dict(store.meta.device), store.meta.space_hash
 
 
-def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False, batch_rows: int = 1_000_000) -> RankingSet:
+def load_ranking_set(
+    path: str | Path, allow_stale_kernel: bool = False, batch_rows: int = 1_000_000, thin: int | None = None
+) -> RankingSet:
     """The dataset at `path` as a RankingSet: equal to `RankingSet.from_frame(*load_dataset(path)[:2])`, built a
     batch of problems (at least `batch_rows` rows) at a time.
 
@@ -188,18 +238,30 @@ def load_ranking_set(path: str | Path, allow_stale_kernel: bool = False, batch_r
     H100 set's 16 M rows (a set of 8.6 GB) on a host of 24 GB; in batches, 15.3 GB (BENCHMARKS.md, stop 51). Each batch
     is read, reduced to its rows, features and labels, and let go; `merge_by_problem` then puts the batches' problems
     in problem order, column by column. With the text columns as categoricals (CATEGORICAL), the load of the
-    7,999-problem H100 set peaked at 9.8 GB instead of 13.4 GB, for a set of 6.4 GB instead of 9.4 GB (stop 52)."""
+    7,999-problem H100 set peaked at 9.8 GB instead of 13.4 GB, for a set of 6.4 GB instead of 9.4 GB (stop 52).
+
+    `thin`: keep `thin` rows of each problem (its fastest `thin // 4` and a seeded sample of the rest: sample_rows),
+    batch by batch, after each problem's oracle and labels are computed on all its rows; None keeps every row."""
+    if thin is not None and thin < 4:
+        raise ValueError(f"thin={thin!r}: expected at least 4 rows a problem, or None for all")
     from autoheur.collect.store import DatasetStore
 
     store = DatasetStore.load(Path(path))
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     device = dict(store.meta.device)
-    sets = [RankingSet.from_frame(df, device) for df in store.read_batches(COLUMNS, min_rows=batch_rows)]
+    sets = []
+    for i, df in enumerate(store.read_batches(COLUMNS, min_rows=batch_rows)):
+        rs = RankingSet.from_frame(df, device)
+        del df
+        sets.append(rs if thin is None else sample_rows(rs, thin, thin // 4, seed=i))
     _release_arrow_memory()
     if not sets:
-        return RankingSet.from_frame(store.read(COLUMNS), device)
-    return merge_by_problem(sets)
+        rs = RankingSet.from_frame(store.read(COLUMNS), device)
+        return rs if thin is None else sample_rows(rs, thin, thin // 4, seed=0)
+    rs = merge_by_problem(sets)
+    rs.thin = thin
+    return rs
 
 
 def merge_by_problem(sets: list[RankingSet]) -> RankingSet:
@@ -272,10 +334,11 @@ def _release_arrow_memory() -> None:
 
 
 def load_auxiliary(
-    paths: Sequence[str | Path], primary: str | Path, allow_stale_kernel: bool = False
+    paths: Sequence[str | Path], primary: str | Path, allow_stale_kernel: bool = False, rows: int | None = AUX_ROWS
 ) -> list[RankingSet]:
     """The datasets at `paths` as auxiliary training data for the dataset at `primary`: each must be of the same
-    kernel family and config space (a config id must name the same kernel) and of another device."""
+    kernel family and config space (a config id must name the same kernel) and of another device. Each problem keeps
+    `rows` of its rows (load_ranking_set's `thin`; None: all)."""
     from autoheur.collect.store import DatasetStore
 
     main = DatasetStore.load(Path(primary)).meta
@@ -293,18 +356,45 @@ def load_auxiliary(
                 f"auxiliary dataset {path} is of {meta.device.get('name')!r}, the device of {primary}: merge the two "
                 "(autoheur data merge) instead"
             )
-        out.append(load_ranking_set(path, allow_stale_kernel))
+        out.append(load_ranking_set(path, allow_stale_kernel, thin=rows))
     return out
+
+
+def check_thinned(model, rows: int | None, source: str = "the auxiliary data") -> None:
+    """Refuse to fit `model` on auxiliary data loaded thinned to `rows` a problem (load_auxiliary; None: not
+    thinned) where its row sample cannot come from the kept rows: more rows a problem than kept (`per_problem`), more
+    fastest rows than the kept quarter (`top`, the re-ranker's `rerank_rows`), or every row (a model without
+    `per_problem`, or None: the list and nearest-problem baselines read each problem's whole row of configs)."""
+    if rows is None:
+        return
+    per_problem = getattr(model, "per_problem", None)
+    fastest = max(getattr(model, "top", 0), getattr(model, "rerank_rows", 0) * bool(getattr(model, "rerank_top", 0)))
+    if per_problem is None:
+        need = "every row of a problem"
+    elif per_problem > rows or fastest > rows // 4:
+        need = f"{per_problem} rows of a problem, its fastest {fastest}"
+    else:
+        return
+    raise ValueError(
+        f"{getattr(model, 'name', type(model).__name__)} fits on {need}, and {source} keeps {rows} a problem (its "
+        f"fastest {rows // 4}): pass --aux-rows 0 (every row) or at least {max(per_problem or 0, 4 * fastest)}"
+    )
 
 
 __all__ = [
     "AUX_PREFIX",
+    "AUX_ROWS",
     "COLUMNS",
     "RankingSet",
+    "aux_scaled",
     "check_kernel",
+    "check_thinned",
     "family",
     "load_auxiliary",
     "load_dataset",
     "load_ranking_set",
     "merge_by_problem",
+    "problem_rows",
+    "rows_of",
+    "sample_rows",
 ]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.models.data import RankingSet
+from autoheur.models.data import RankingSet, check_thinned
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS
 
@@ -94,6 +94,8 @@ def run_split(
         train = rs_train.with_auxiliary(aux, leave_out=test.problems, leave_out_families=families, problems=train_ids)
         for name in models:
             model = make_model(name, **(params or {}).get(name, {}))
+            for a in aux:
+                check_thinned(model, a.thin, f"the auxiliary data of {a.device.get('name')!r}")
             pp, extra = _score(model, train, test, split, fold, name, log)
             rows.append(pp)
             fits.append({"split": split, "fold": str(fold), "model": name, **extra})

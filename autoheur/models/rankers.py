@@ -30,51 +30,11 @@ import pandas as pd
 from autoheur.features import FEATURE_NAMES, problem_config_matrix
 from autoheur.features.core import N_PROBLEM
 from autoheur.features.derived import CRIT_FEATURES
-from autoheur.models.data import AUX_PREFIX, RankingSet
+from autoheur.models.data import RankingSet, aux_scaled, problem_rows, rows_of, sample_rows
 from autoheur.models.metrics import RELEVANCE_THRESHOLDS, graded_labels
 
 EFF_FLOOR = 0.01  # efficiency of an unusable config (a 100x slowdown) in the list baselines' objectives
 REL_CLIP = 4.0  # relative times beyond this are "hopeless" alike for the regressor
-
-
-def _rows(rs: RankingSet, rows: np.ndarray) -> RankingSet:
-    return RankingSet(rs.frame.iloc[rows].reset_index(drop=True), rs.X[rows], rs.device)
-
-
-def _problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
-    """Each problem's (id, row indices), in frame order; only the problems whose rows `within` (a row mask, or None:
-    all) holds. Problems, not rows: a layout expert's rows are whole problems."""
-    groups = rs.frame.groupby("problem_id", sort=False).indices.items()
-    return [(pid, idx) for pid, idx in groups if within is None or within[idx[0]]]
-
-
-def _scaled(count: int, pid: str, aux_share: float) -> int:
-    """The rows a problem keeps: `count`, or `aux_share` of it for another device's problem (with_auxiliary)."""
-    if aux_share == 1.0 or not str(pid).startswith(AUX_PREFIX):
-        return count
-    return max(1, round(count * aux_share))
-
-
-def _subsample(
-    rs: RankingSet, per_problem: int | None, top: int, seed: int, within=None, aux_share: float = 1.0
-) -> RankingSet:
-    """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all (an auxiliary
-    problem: `aux_share` of both); only the problems of `within` (a row mask; None: all). The result is the same as
-    that of the problems taken out first, without copying them out of a large set."""
-    if per_problem is None:
-        return rs if within is None else _rows(rs, np.flatnonzero(within))
-    rng = np.random.default_rng(seed)
-    keep = []
-    rel = rs.frame["rel_time"].to_numpy()
-    for pid, idx in _problem_rows(rs, within):
-        n, t = _scaled(per_problem, pid, aux_share), _scaled(top, pid, aux_share)
-        if len(idx) <= n:
-            keep.append(idx)
-            continue
-        order = idx[np.argsort(rel[idx], kind="stable")]
-        rest = rng.choice(order[t:], size=n - t, replace=False)
-        keep.append(np.sort(np.concatenate([order[:t], rest])))
-    return _rows(rs, np.concatenate(keep))
 
 
 class Ranker:
@@ -248,7 +208,7 @@ class XGBRankerModel(_Boosted):
     def _fit_experts(self, train: RankingSet) -> XGBRankerModel:
         """Each expert fits on its problems of `train`, passed as a row mask: a fit reads a sample of each problem's
         rows, and a copy of the whole set per expert would not fit in memory (the H200's training set with its
-        auxiliary data is 14 million rows)."""
+        auxiliary data is 12.5 million rows)."""
         route = self._route(train.X)
         self.experts_: dict[int, XGBRankerModel] = {}
         problems: dict[int, int] = {}
@@ -299,7 +259,8 @@ class XGBRankerModel(_Boosted):
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
         if self.objective == "auto":
-            self.selection_ = select_objective(self, train if within is None else _rows(train, np.flatnonzero(within)))
+            own = train if within is None else rows_of(train, np.flatnonzero(within))
+            self.selection_ = select_objective(self, own)
             self.objective_ = max(self.selection_, key=lambda o: self.selection_[o])
         elif self.objective in (*OBJECTIVES, ENSEMBLE):
             self.objective_ = self.objective
@@ -308,7 +269,7 @@ class XGBRankerModel(_Boosted):
         return self._fit(train, self.objective_, within)
 
     def _fit(self, train: RankingSet, objective: str, within: np.ndarray | None = None) -> XGBRankerModel:
-        sub = _subsample(train, self.per_problem, self.top, self.random_state, within, self.aux_share)
+        sub = sample_rows(train, self.per_problem, self.top, self.random_state, within, self.aux_share)
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
         seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
@@ -371,9 +332,9 @@ class XGBRankerModel(_Boosted):
         ok = (f["status"] == "ok").to_numpy()
         rel = np.where(ok, f["rel_time"].to_numpy(), np.inf)
         keep = []
-        for pid, idx in _problem_rows(train, within):
+        for pid, idx in problem_rows(train, within):
             order = idx[np.argsort(rel[idx], kind="stable")]
-            n = _scaled(self.rerank_rows, pid, self.aux_share)
+            n = aux_scaled(self.rerank_rows, pid, self.aux_share)
             keep.append(np.sort(order[: min(n, int(np.isfinite(rel[idx]).sum()))]))
         rows = np.concatenate(keep)
         near = RankingSet(f.iloc[rows].reset_index(drop=True), train.X[rows], train.device)
@@ -518,7 +479,7 @@ class XGBRankerModel(_Boosted):
             out = np.zeros(len(data.X), dtype=np.float64)
             for e in np.unique(route).tolist():
                 mask = route == e
-                out[mask] = self._expert(e).predict(_rows(data, np.flatnonzero(mask)))
+                out[mask] = self._expert(e).predict(rows_of(data, np.flatnonzero(mask)))
             return out
         groups = list(data.frame.groupby("problem_id", sort=False).indices.values())
         return self._two_stage(self._masked(data.X), groups)
@@ -596,7 +557,7 @@ class XGBRegressorModel(_Boosted):
         import xgboost as xgb
 
         self._check_bins()
-        sub = _subsample(train, self.per_problem, self.top, self.random_state)
+        sub = sample_rows(train, self.per_problem, self.top, self.random_state)
         y = np.log(np.minimum(sub.frame["rel_time"].to_numpy(), REL_CLIP))
         self.model_ = xgb.XGBRegressor(
             n_estimators=self.n_estimators, max_depth=self.max_depth, learning_rate=self.learning_rate,

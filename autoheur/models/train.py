@@ -13,7 +13,7 @@ from pathlib import Path
 
 from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
-from autoheur.models.data import load_auxiliary, load_ranking_set
+from autoheur.models.data import AUX_ROWS, check_thinned, load_auxiliary, load_ranking_set
 from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
 from autoheur.models.rankers import DEFAULT, FixedList, family_params
 
@@ -26,18 +26,24 @@ def train(
     params: dict | None = None,
     allow_stale_kernel: bool = False,
     aux: Sequence[str | Path] = (),
+    aux_rows: int | None = AUX_ROWS,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
     (rankers.FAMILY_PARAMS) override first. `aux`: datasets of other devices (same kernel family and space) to
     train on as well (RankingSet.with_auxiliary); each held-out fold leaves out their rows of its test problems, and
-    the figures are on this dataset's problems only."""
+    the figures are on this dataset's problems only; each auxiliary problem keeps `aux_rows` of its rows (None: all;
+    data.AUX_ROWS says why)."""
+    if aux_rows is not None and aux_rows < 4:
+        raise ValueError(f"aux_rows={aux_rows!r}: expected at least 4 rows a problem, or None (0 in the CLI) for all")
     meta = DatasetStore.load(data).meta
     family = meta.family
     params = {**family_params(family).get(model, {}), **(params or {})}
     t0 = time.perf_counter()
+    if aux:
+        check_thinned(make_model(model, **params), aux_rows)  # before the data loads
     rs = load_ranking_set(data, allow_stale_kernel)
-    aux_sets = load_auxiliary(aux, data, allow_stale_kernel)
+    aux_sets = load_auxiliary(aux, data, allow_stale_kernel, aux_rows)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
     for path, a in zip(aux, aux_sets, strict=True):
         log(f"  auxiliary {path}: {len(a.problems)} problems of {a.device.get('name')}")
@@ -57,7 +63,7 @@ def train(
     meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
     meta["auxiliary"] = [
         {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
-         "rows": int(len(a.frame)), "data_hash": a.data_hash()}
+         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash()}
         for path, a in zip(aux, aux_sets, strict=True)
     ]  # fmt: skip
     meta["own_problems"] = int(len(rs.problems))

@@ -14,6 +14,7 @@ from autoheur.collect.store import MANIFEST, DatasetStore
 from autoheur.collect.workloads import public_problems
 from autoheur.models import artifact
 from autoheur.models.artifact import TrainedModel
+from autoheur.models.data import AUX_ROWS
 from autoheur.models.rankers import TRAIN_RELEVANCE
 from autoheur.models.train import train
 
@@ -229,6 +230,12 @@ def test_the_triton_family_trains_the_ensemble(trained):
         assert expert.rerank_top == 48 and expert.reranker_ is not None
 
 
+def test_train_cli_says_the_default_auxiliary_rows(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert f"default {AUX_ROWS}: models.data.AUX_ROWS" in " ".join(capsys.readouterr().out.split())
+
+
 def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
     """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
     figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""
@@ -237,12 +244,18 @@ def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
     model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small, aux=[h200])
     (aux,) = model.meta["auxiliary"]
     assert aux["device"] == "NVIDIA H200" and aux["problems"] == 8 and aux["dataset"] == str(h200)
+    assert aux["rows_per_problem"] == AUX_ROWS and aux["rows"] == 8 * AUX_ROWS  # thinned as it loaded
     assert model.meta["own_problems"] == 12 and model.meta["train_problems"] == 20
     assert model.meta["device"]["name"] == DatasetStore.load(mini_dataset).meta.device["name"]
     assert all(row["n_problems"] <= 12 for row in model.meta["heldout"])  # scored on its own problems only
     assert len(model.top_k(public_problems()[0], 10)) == 10
     with pytest.raises(ValueError, match="merge"):
         train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[mini_dataset])
+    # thinned to fewer rows than the fit samples, or fewer than 4: refused before anything loads
+    with pytest.raises(ValueError, match=r"keeps 64 a problem .*--aux-rows 0"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200], aux_rows=64)
+    with pytest.raises(ValueError, match="at least 4"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200], aux_rows=2)
     inductor = artifact.MODELS_DIR.parent / "data" / "inductor-nvidia-h100-80gb-hbm3"
     with pytest.raises(ValueError, match="same family and space"):
         train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[inductor])

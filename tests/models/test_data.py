@@ -8,7 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autoheur.models.data import CATEGORICAL, COLUMNS, RankingSet, load_dataset, load_ranking_set, merge_by_problem
+from autoheur.models.data import (
+    CATEGORICAL,
+    COLUMNS,
+    RankingSet,
+    check_thinned,
+    load_dataset,
+    load_ranking_set,
+    merge_by_problem,
+)
+from autoheur.models.rankers import FixedList, XGBRankerModel, XGBRegressorModel
 
 
 def test_problems_that_never_launch_are_no_queries(h100_rows, h100_slice):
@@ -60,6 +69,49 @@ def test_the_set_built_in_batches_equals_the_set_of_the_whole_frame():
     np.testing.assert_array_equal(batched.X, whole.X)
     assert batched.X.flags.c_contiguous
     assert batched.data_hash() == whole.data_hash()
+
+
+def test_a_thinned_load_keeps_each_problems_fastest_quarter_and_a_sample_with_the_whole_problems_labels():
+    """`thin`: each problem keeps `thin` rows, among them its `thin // 4` fastest; a kept row's relative time and
+    label are the ones the whole problem gives it (the oracle comes from every row, before thinning); `thin` below
+    4 is refused."""
+    whole = load_ranking_set(RETEST_H200, batch_rows=20_000)
+    thin = load_ranking_set(RETEST_H200, batch_rows=20_000, thin=64)
+    assert thin.thin == 64 and whole.thin is None
+    assert list(thin.problems) == list(whole.problems)
+    assert (thin.query_sizes() == np.minimum(whole.query_sizes(), 64)).all() and (whole.query_sizes() > 64).any()
+    key = ["problem_id", "config_id"]
+    joined = thin.frame[[*key, "rel_time", "label"]].merge(whole.frame[[*key, "rel_time", "label"]], on=key)
+    assert len(joined) == len(thin.frame)
+    np.testing.assert_array_equal(joined["rel_time_x"], joined["rel_time_y"])
+    np.testing.assert_array_equal(joined["label_x"], joined["label_y"])
+    for pid, g in whole.frame.groupby("problem_id", observed=True):
+        fastest = set(g.nsmallest(16, "rel_time")["config_id"])
+        kept = set(thin.frame.loc[thin.frame["problem_id"] == pid, "config_id"])
+        assert len(kept) == min(len(g), 64) and fastest <= kept
+    rows = {c: whole.X[i] for i, c in enumerate(zip(whole.frame["problem_id"], whole.frame["config_id"], strict=True))}
+    np.testing.assert_array_equal(
+        thin.X, np.stack([rows[c] for c in zip(thin.frame["problem_id"], thin.frame["config_id"], strict=True)])
+    )
+    with pytest.raises(ValueError, match="at least 4"):
+        load_ranking_set(RETEST_H200, thin=3)
+
+
+def test_a_fit_whose_rows_a_thinned_auxiliary_set_cannot_give_is_refused():
+    """check_thinned: the ranker's sample (48 rows, its fastest 12, the re-ranker's fastest 48) fits in 512 rows
+    (fastest 128), not in 128 (fastest 32); the regressor's 384 / 96 not in 256; the list baseline reads every row."""
+    check_thinned(XGBRankerModel(), 512)
+    check_thinned(FixedList(), None)
+    with pytest.raises(
+        ValueError, match=r"fits on 48 rows of a problem, its fastest 48.*--aux-rows 0 \(every row\) or at least 192"
+    ):
+        check_thinned(XGBRankerModel(), 128)
+    check_thinned(XGBRankerModel(rerank_top=0), 128)  # no re-ranker: the members' fastest 12 fit in 32
+    with pytest.raises(ValueError, match="at least 384"):
+        check_thinned(XGBRegressorModel(), 256)
+    check_thinned(XGBRegressorModel(), 512)
+    with pytest.raises(ValueError, match="every row of a problem"):
+        check_thinned(FixedList(), 512)
 
 
 def test_merge_by_problem_orders_problems_and_refuses_a_split_problem(h100_slice):

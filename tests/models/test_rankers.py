@@ -491,8 +491,7 @@ def test_aux_share_samples_fewer_rows_of_auxiliary_problems_in_every_fit(h100_sl
     re-ranker's rows; the device's own problems keep exactly the rows they keep without it."""
     import xgboost as xgb
 
-    from autoheur.models.data import AUX_PREFIX
-    from autoheur.models.rankers import _subsample
+    from autoheur.models.data import AUX_PREFIX, sample_rows
 
     train = _with_other_device(h100_slice, 4, 4)
     seen = []
@@ -504,8 +503,8 @@ def test_aux_share_samples_fewer_rows_of_auxiliary_problems_in_every_fit(h100_sl
     member, rerank = (np.bincount(q).tolist() for q in seen)  # the lead member, then the re-ranker
     assert member == [40] * 4 + [20] * 4 and rerank == [10] * 4 + [5] * 4
 
-    half = _subsample(train, 40, 8, 0, aux_share=0.5).frame
-    full = _subsample(train, 40, 8, 0).frame
+    half = sample_rows(train, 40, 8, 0, aux_share=0.5).frame
+    full = sample_rows(train, 40, 8, 0).frame
     is_aux = half["problem_id"].str.startswith(AUX_PREFIX)
     pd.testing.assert_frame_equal(half[~is_aux], full[~full["problem_id"].str.startswith(AUX_PREFIX)])
     for pid, g in half[is_aux].groupby("problem_id"):
