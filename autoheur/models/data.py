@@ -82,7 +82,7 @@ class RankingSet:
 
     def subset(self, problem_ids: Iterable[str]) -> RankingSet:
         mask = self.frame["problem_id"].isin(set(problem_ids)).to_numpy()
-        return RankingSet(self.frame[mask].reset_index(drop=True), self.X[mask], self.device)
+        return RankingSet(self.frame[mask].reset_index(drop=True), self.X[mask], self.device, self.thin)
 
     def with_auxiliary(
         self,
@@ -256,9 +256,8 @@ def load_ranking_set(
         del df
         sets.append(rs if thin is None else sample_rows(rs, thin, thin // 4, seed=i))
     _release_arrow_memory()
-    if not sets:
-        rs = RankingSet.from_frame(store.read(COLUMNS), device)
-        return rs if thin is None else sample_rows(rs, thin, thin // 4, seed=0)
+    if not sets:  # a dataset of no rows
+        sets.append(RankingSet.from_frame(store.read(COLUMNS), device))
     rs = merge_by_problem(sets)
     rs.thin = thin
     return rs
