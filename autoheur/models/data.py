@@ -25,7 +25,7 @@ AUX_PREFIX = "aux:"  # the problem ids of auxiliary (other-device) training quer
 # An auxiliary dataset is thinned as it loads (load_auxiliary): each problem keeps AUX_ROWS rows, its fastest quarter
 # of them and a uniform sample of the rest, as sample_rows picks a fit's rows. Why: a fit reads at most a few hundred
 # rows of a problem (the ranker's 48, the regressor baseline's 384, of 2,182), and the H100 set whole (19.2 M rows)
-# beside the H200's own (7.4 M) is more than the 24 GB host holds; thinned, it is 4.5 M. A fit's sample of a thinned
+# beside the H200's own (8.0 M) is more than the 24 GB host holds; thinned, it is 4.5 M. A fit's sample of a thinned
 # problem is a sample of the whole problem as well (its fastest rows are all kept), though not the same draw.
 AUX_ROWS = 512
 
