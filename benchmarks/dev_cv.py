@@ -188,6 +188,28 @@ VARIANTS["rr_top64"] = lambda seed: XGBRankerModel(random_state=seed, rerank_top
 VARIANTS["rr_top96"] = lambda seed: XGBRankerModel(random_state=seed, rerank_top=96)
 
 
+# Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
+# and each of its experts). Only how a fitted model scores changes, so they are scored on the same fits as that
+# variant (asked for alone, it is fitted and reported too). Stop 57, for predict latency on the 2-core hosts: fewer
+# coarse trees (pass 0 scores every config, ~2,200 a problem, with the lead's first 50), a shorter shortlist (pass 1,
+# the lead's other trees over 128) and a shorter re-ranked head (pass 2, the re-ranker over 48).
+SCORING: dict[str, tuple[str, dict]] = {
+    "coarse25": ("base", {"coarse_trees": 25}),
+    "coarse35": ("base", {"coarse_trees": 35}),
+    "short96": ("base", {"shortlist": 96}),
+    "rr_top32": ("base", {"rerank_top": 32}),
+    "coarse25_short96": ("base", {"coarse_trees": 25, "shortlist": 96}),
+}
+
+
+def _scoring(model, settings: dict):
+    """`model` (fitted) with the prediction settings `settings` on it and on each of its experts."""
+    for m in [model, *(getattr(model, "experts_", None) or {}).values()]:
+        for key, value in settings.items():
+            setattr(m, key, value)
+    return model
+
+
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     """The version-2 estimate (absolute log10 us) back from version 3's ratio to the roofline."""
     X = X.copy()
@@ -260,8 +282,9 @@ _DEV = None
 SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status", "rel_time", "score", "inner_fold"]
 
 
-def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None) -> dict:
-    """One variant on the inner folds of the dev set (module state `_DEV`): the summary row."""
+def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None, scoring=()) -> list[dict]:
+    """One variant on the inner folds of the dev set (module state `_DEV`), and each of the SCORING variants
+    `scoring` on its fits: their summary rows, this variant's first."""
     dev, n_inner, aux, outer_test, train_share, aux_new_only = _DEV
     model_name = name
     if name in TRANSFORMS:
@@ -272,7 +295,8 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
     pids = dev.problems
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
-    frames = []
+    names = [name, *scoring]
+    frames: dict[str, list] = {n: [] for n in names}
     for fold, (tr, te) in enumerate(inner):
         model = VARIANTS[model_name](seed)
         if train_share < 1:  # a learning-curve point: the same held-out fold, a seeded share of its training problems
@@ -288,8 +312,17 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
         model.fit(train)
         del train  # before the next fold's is built: with the H200 as auxiliary data it is about 8 GB
         test = dev.subset(pids[te])
-        frames.append(test.frame.assign(score=model.predict(test), inner_fold=fold))
-    frame = pd.concat(frames, ignore_index=True)
+        defaults = {key: getattr(model, key) for n in scoring for key in SCORING[n][1]}
+        for n in names:
+            _scoring(model, defaults if n == name else {**defaults, **SCORING[n][1]})
+            frames[n].append(test.frame.assign(score=model.predict(test), inner_fold=fold))
+    seconds = round(time.perf_counter() - t0, 1)
+    return [_summary(n, seed, pd.concat(frames[n], ignore_index=True), scores_dir, seconds) for n in names]
+
+
+def _summary(name: str, seed: int, frame: pd.DataFrame, scores_dir: str | None, seconds: float) -> dict:
+    """The summary row of one variant's held-out scores on every inner fold."""
+    _, _, _, _, train_share, aux_new_only = _DEV
     if scores_dir:
         os.makedirs(scores_dir, exist_ok=True)
         frame[SCORE_COLUMNS].to_parquet(os.path.join(scores_dir, f"{name}_seed{seed}.parquet"), index=False)
@@ -311,7 +344,7 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
         "missed_within_32": int((missed < 32).sum()),
         "missed": len(missed),
         "hit_by_kind": by_kind,
-        "seconds": round(time.perf_counter() - t0, 1),
+        "seconds": seconds,  # the whole run's (a SCORING variant: the fits it shares)
     }
 
 
@@ -365,29 +398,40 @@ def main(argv=None) -> int:
     # took the H100 dev CV with --aux data/nvidia-h200 past the 24 GB of the 2-core host
     del rs, folds
     gc.collect()
-    runs = [(name, int(seed)) for seed in args.seeds.split(",") for name in args.variants.split(",")]
-    unknown = sorted({name for name, _ in runs} - set(VARIANTS) - set(TRANSFORMS))
+    asked = args.variants.split(",")
+    unknown = sorted(set(asked) - set(VARIANTS) - set(TRANSFORMS) - set(SCORING))
     if unknown:
-        ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS})}")
+        ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS, *SCORING})}")
+    # a SCORING variant runs on the fits of the variant it names, asked for or not
+    fitted = list(dict.fromkeys(SCORING[n][0] if n in SCORING else n for n in asked))
+    runs = [
+        (name, int(seed), [n for n in asked if n in SCORING and SCORING[n][0] == name])
+        for seed in args.seeds.split(",")
+        for name in fitted
+    ]
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
     aux = load_auxiliary(args.aux or (), args.data, rows=args.aux_rows or None)
     _DEV = (dev, args.inner, aux, test_ids, args.train_share, args.aux_new_only)
     done: dict[int, dict] = {}
 
-    def keep(i: int, result: dict) -> None:
-        """Print a finished run and rewrite --out with every run finished so far, in the order asked for: a run
-        stopped by a timeout leaves the runs that ended before it."""
-        done[i] = result
-        print(json.dumps(result), flush=True)
+    def keep(i: int, results: list[dict]) -> None:
+        """Print a finished run's rows and rewrite --out with every run finished so far, in the order asked for: a
+        run stopped by a timeout leaves the runs that ended before it."""
+        done[i] = results
+        for result in results:
+            print(json.dumps(result), flush=True)
         if args.out:
             with open(args.out, "w") as f:
-                json.dump([done[j] for j in sorted(done)], f, indent=1)
+                json.dump([r for j in sorted(done) for r in done[j]], f, indent=1)
 
     if args.jobs > 1:
         threads = max(1, (os.cpu_count() or 1) // args.jobs)
         pool = ProcessPoolExecutor(args.jobs)
         try:
-            futures = {pool.submit(_run, name, seed, threads, args.scores): i for i, (name, seed) in enumerate(runs)}
+            futures = {
+                pool.submit(_run, name, seed, threads, args.scores, scoring): i
+                for i, (name, seed, scoring) in enumerate(runs)
+            }
             for fut in as_completed(futures):
                 keep(futures[fut], fut.result())
         except KeyboardInterrupt:
@@ -400,8 +444,8 @@ def main(argv=None) -> int:
             return 130
         pool.shutdown()
     else:
-        for i, (name, seed) in enumerate(runs):
-            keep(i, _run(name, seed, None, args.scores))
+        for i, (name, seed, scoring) in enumerate(runs):
+            keep(i, _run(name, seed, None, args.scores, scoring))
     return 0
 
 

@@ -478,7 +478,7 @@ def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, 
 
     monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
     monkeypatch.setattr(dev_cv, "_DEV", (Set(f), 5, ["an auxiliary set"], ["outer0", "outer1"], 0.5, new_only))
-    out = dev_cv._run("oracle", 0, None)
+    out = dev_cv._run("oracle", 0, None)[0]
     assert out["aux_new_only"] is new_only and out["hit"] == 1.0
     assert len(calls) == 5
     everyone = {f"p{i}" for i in range(10)}
@@ -488,3 +488,49 @@ def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, 
         assert len((everyone & leave_out) - trains_on) == 2  # the fold's test problems
         assert len(everyone - trains_on - leave_out) == 4  # the dropped half: its auxiliary rows stay in
         assert (trains_on <= leave_out) is new_only and (trains_on & leave_out) in (set(), trains_on)
+
+
+def test_dev_cv_scoring_variants_score_the_same_fits(monkeypatch):
+    """benchmarks/dev_cv.py: a SCORING variant is scored on its fit variant's fitted models, one fit per inner fold
+    for both, with its settings on the model and on each expert while it scores, and the fit variant's own row scored
+    with the settings it had."""
+    dev_cv = _load("dev_cv")
+    f = frame({f"p{i}": [1.0 + i % 3, 2.0, 1.5] for i in range(10)})
+    f["problem_name"] = "sampled/2d3d/bfloat16/1/zipf"
+    fits = []
+
+    class Set:
+        def __init__(self, fr):
+            self.frame = fr.reset_index(drop=True)
+            self.problems = np.array(list(dict.fromkeys(self.frame["problem_id"])))
+
+        def subset(self, ids):
+            return Set(f[f["problem_id"].isin(set(ids))])
+
+        def with_auxiliary(self, aux, leave_out=(), problems=None):
+            return self.subset(problems)
+
+    class Expert:
+        flip = False
+
+    class Oracle:
+        flip = False  # a prediction setting: the slowest config first
+
+        def fit(self, train):
+            fits.append(1)
+            self.experts_ = {0: Expert()}
+            return self
+
+        def predict(self, test):
+            assert self.experts_[0].flip is self.flip
+            t = test.frame["median_ms"].to_numpy()
+            return t if self.flip else -t
+
+    monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
+    monkeypatch.setitem(dev_cv.SCORING, "oracle_flip", ("oracle", {"flip": True}))
+    monkeypatch.setattr(dev_cv, "_DEV", (Set(f), 5, [], [], 1.0, False))
+    base, flipped = dev_cv._run("oracle", 0, None, scoring=["oracle_flip"])
+    assert len(fits) == 5
+    assert (base["variant"], flipped["variant"]) == ("oracle", "oracle_flip")
+    assert base["hit"] == 1.0 and base["top1"][0] == 1.0
+    assert flipped["top1"][0] < 1.0
