@@ -5,7 +5,12 @@ Problems: the 18 public ones and 100 of the default workload's others; each time
 `--breakdown` then times the XGBoost scoring passes of each call apart (a wrapper around `rankers.booster_predict`,
 outside the timed calls above): rows and trees of each pass and its median time, the rest being features and Python.
 
-  python benchmarks/predict_latency.py [--model models/nvidia-h100-80gb-hbm3.joblib] [--breakdown]
+`--set NAME=INT` (repeatable) sets a prediction setting of the ranker and its experts first, e.g. `coarse_trees=25`,
+`shortlist=96`, `rerank_top=32` (the dev CV's SCORING variants, benchmarks/dev_cv.py). `--compare A B ...` times
+several such settings (each `NAME=INT[,NAME=INT...]`, or `shipped`) interleaved, problem by problem, so that a noisy
+host's drift falls on all of them alike, and prints each one's median and its median ratio to the first.
+
+  python benchmarks/predict_latency.py [--model models/nvidia-h100-80gb-hbm3.joblib] [--breakdown] [--set ...]
 """
 
 from __future__ import annotations
@@ -25,14 +30,25 @@ from autoheur.collect.workloads import public_problems, workload  # noqa: E402
 from autoheur.models.artifact import TrainedModel  # noqa: E402
 from benchmarks.common import cpu_model  # noqa: E402
 
+SETTINGS = ("coarse_trees", "shortlist", "rerank_top")  # XGBRankerModel's prediction settings
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="models/nvidia-h100-80gb-hbm3.joblib")
     ap.add_argument("--breakdown", action="store_true", help="also time each XGBoost scoring pass apart")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=INT", help="a prediction setting to change")
+    ap.add_argument("--compare", nargs="+", metavar="SETTINGS", help="time these settings interleaved")
     args = ap.parse_args()
     model = TrainedModel.load(args.model)
+    try:
+        apply_settings(model, args.set)
+        compare = [parse_settings(c) for c in args.compare or ()]
+    except ValueError as exc:
+        ap.error(str(exc))
     problems = public_problems() + workload("default", 130, seed=1)[18:118]
+    if compare:
+        return interleaved(model, problems, args.compare, compare)
     for p in problems:  # warm: first calls build the per-signature candidate tuples and feature caches
         model.top_k(p, 10)
     times = []
@@ -41,11 +57,55 @@ def main() -> None:
             t0 = time.perf_counter()
             model.top_k(p, 10)
             times.append((time.perf_counter() - t0) * 1e3)
-    print(f"{args.model}: {len(problems)} problems x 5, {os.cpu_count()} CPU cores, {cpu_model() or 'cpu'}")
+    settings = "".join(f" --set {x}" for x in args.set)
+    print(f"{args.model}{settings}: {len(problems)} problems x 5, {os.cpu_count()} CPU cores, {cpu_model() or 'cpu'}")
     print(f"top-10 latency ms: median {statistics.median(times):.2f}, p90 {np.quantile(times, 0.9):.2f}, "
           f"max {max(times):.2f}")  # fmt: skip
     if args.breakdown:
         breakdown(model, problems)
+
+
+def parse_settings(text: str) -> list[str]:
+    """`NAME=INT,NAME=INT` (or `shipped`: none) as a list of NAME=INT items, checked."""
+    items = [] if text == "shipped" else text.split(",")
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in SETTINGS or not value.isdigit():
+            raise ValueError(f"{item!r}: expected NAME=INT with NAME one of {SETTINGS}, or 'shipped'")
+    return items
+
+
+def apply_settings(model, items: list[str], shipped: dict | None = None) -> dict:
+    """Set `items` (NAME=INT) on the ranker and each expert, from `shipped` (the values before any change, as this
+    returns them) for the settings not in `items`."""
+    rankers = [model.ranker, *(getattr(model.ranker, "experts_", None) or {}).values()]
+    shipped = shipped or {name: [getattr(m, name) for m in rankers] for name in SETTINGS}
+    wanted = dict(item.partition("=")[::2] for item in parse_settings(",".join(items) or "shipped"))
+    for name in SETTINGS:
+        for m, value in zip(rankers, shipped[name], strict=True):
+            setattr(m, name, int(wanted[name]) if name in wanted else value)
+    return shipped
+
+
+def interleaved(model, problems, names: list[str], settings: list[list[str]]) -> None:
+    """Each problem: a warm-up call, then 5 timed calls, under each of `settings` in turn."""
+    shipped = apply_settings(model, [])
+    times: list[list[float]] = [[] for _ in settings]
+    for p in problems:
+        for i, items in enumerate(settings):
+            apply_settings(model, items, shipped)
+            model.top_k(p, 10)
+            for _ in range(5):
+                t0 = time.perf_counter()
+                model.top_k(p, 10)
+                times[i].append((time.perf_counter() - t0) * 1e3)
+    apply_settings(model, [], shipped)
+    print(f"{len(problems)} problems x 5, interleaved, {os.cpu_count()} CPU cores, {cpu_model() or 'cpu'}")
+    base = np.asarray(times[0])
+    for name, t in zip(names, times, strict=True):
+        ratio = np.median(np.asarray(t) / base)
+        print(f"  {name}: median {statistics.median(t):.2f} ms, p90 {np.quantile(t, 0.9):.2f}, "
+              f"median ratio to {names[0]} {ratio:.3f}")  # fmt: skip
 
 
 def breakdown(model, problems) -> None:
