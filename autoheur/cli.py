@@ -226,6 +226,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         model = train(
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
             aux=args.aux or (), **({} if args.aux_rows is None else {"aux_rows": args.aux_rows or None}),
+            heldout_problems=args.heldout_problems,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
@@ -530,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="xgb_ranker", help="xgb_ranker (default), xgb_regressor, nearest, fixed_list ...")
     p.add_argument("--out", help="model file (default: models/<dataset dir name>.joblib)")
     p.add_argument("--heldout-folds", type=int, default=5, help="GroupKFold folds for the held-out figures (0: none)")
+    p.add_argument("--heldout-problems", metavar="CSV",
+                   help="also write each problem's held-out figures to this CSV (e.g. to name the problems behind "
+                        "the min)")  # fmt: skip
     p.add_argument("--aux", action="append", metavar="DATA",
                    help="another device's dataset to train on as well, as queries of its own (repeatable; the "
                         "held-out folds leave out its rows of their test problems)")  # fmt: skip

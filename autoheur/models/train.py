@@ -27,13 +27,15 @@ def train(
     allow_stale_kernel: bool = False,
     aux: Sequence[str | Path] = (),
     aux_rows: int | None = AUX_ROWS,
+    heldout_problems: str | Path | None = None,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
     (rankers.FAMILY_PARAMS) override first. `aux`: datasets of other devices (same kernel family and space) to
     train on as well (RankingSet.with_auxiliary); each held-out fold leaves out their rows of its test problems, and
     the figures are on this dataset's problems only; each auxiliary problem keeps `aux_rows` of its rows (None: all;
-    data.AUX_ROWS says why)."""
+    data.AUX_ROWS says why). `heldout_problems`: also write the held-out figures of each problem there (CSV, the
+    columns of `autoheur eval --report`'s per-problem files), e.g. to name the problems behind the min."""
     if aux_rows is not None and aux_rows < 4:
         raise ValueError(f"aux_rows={aux_rows!r}: expected at least 4 rows a problem, or None (0 in the CLI) for all")
     meta = DatasetStore.load(data).meta
@@ -54,6 +56,10 @@ def train(
             aux=aux_sets,
         )  # fmt: skip
         heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")
+        if heldout_problems:
+            Path(heldout_problems).parent.mkdir(parents=True, exist_ok=True)
+            per_problem.to_csv(heldout_problems, index=False)
+            log(f"wrote the held-out figures of {len(per_problem)} problems to {heldout_problems}")
     fixed = FixedList(10).fit(rs).list_  # the device's own fallback list
     train_set = rs.with_auxiliary(aux_sets)
     t1 = time.perf_counter()

@@ -52,9 +52,29 @@ def mini_dataset(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(mini_dataset, tmp_path_factory):
     small = {"n_estimators": 60, "max_depth": 5, "n_jobs": 1}  # the real procedure (the ensemble, two-stage), small
-    model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small)
-    path = model.save(tmp_path_factory.mktemp("models") / "h100-mini.joblib")
+    where = tmp_path_factory.mktemp("models")
+    model = train(
+        mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small,
+        heldout_problems=where / "heldout.csv",
+    )  # fmt: skip
+    path = model.save(where / "h100-mini.joblib")
     return model, path
+
+
+def test_heldout_problems_file_holds_what_the_metadata_summarizes(trained):
+    """`train(heldout_problems=...)`: one row per problem of the held-out folds, whose summary is the metadata's."""
+    import pandas as pd
+
+    from autoheur.models.metrics import summarize
+
+    model, path = trained
+    pp = pd.read_csv(path.parent / "heldout.csv")
+    assert len(pp) == pp["problem_id"].nunique() == 12
+    assert set(pp["fold"].astype(str)) == {"0", "1"} and set(pp["model"]) == {"xgb_ranker"}
+    everyone = next(r for r in model.meta["heldout"] if r["subset"] == "all")
+    s = summarize(pp.set_index("problem_id"))
+    for key in ("eff_best10_geomean", "eff_best10_min", "eff_top1_geomean", "oracle_in_top10"):
+        assert round(s[key], 4) == everyone[key], key
 
 
 def test_round_trip_predicts_the_same(trained):
