@@ -41,7 +41,7 @@ from autoheur.features.derived import CRIT_FEATURES  # noqa: E402
 from autoheur.models.data import AUX_ROWS, RankingSet, load_auxiliary, load_ranking_set  # noqa: E402
 from autoheur.models.evaluate import group_kfold  # noqa: E402
 from autoheur.models.metrics import evaluate, summarize  # noqa: E402
-from autoheur.models.rankers import ENSEMBLE_MEMBERS, XGBRankerModel, family_params  # noqa: E402
+from autoheur.models.rankers import ENSEMBLE_MEMBERS, XGBRankerModel, family_params, set_prediction  # noqa: E402
 from benchmarks.by_kind import kind as problem_kind  # noqa: E402
 
 FINE_RERANK = (1.0, 1.001, 1.002, 1.003, 1.004, 1.005, 1.0065, 1.008, 1.01, 1.0125, 1.015, 1.0175, 1.02, 1.025,
@@ -202,14 +202,6 @@ SCORING: dict[str, tuple[str, dict]] = {
 }
 
 
-def _scoring(model, settings: dict):
-    """`model` (fitted) with the prediction settings `settings` on it and on each of its experts."""
-    for m in [model, *(getattr(model, "experts_", None) or {}).values()]:
-        for key, value in settings.items():
-            setattr(m, key, value)
-    return model
-
-
 def _absolute_estimate(X: np.ndarray, frame: pd.DataFrame) -> np.ndarray:
     """The version-2 estimate (absolute log10 us) back from version 3's ratio to the roofline."""
     X = X.copy()
@@ -314,7 +306,7 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
         test = dev.subset(pids[te])
         defaults = {key: getattr(model, key) for n in scoring for key in SCORING[n][1]}
         for n in names:
-            _scoring(model, defaults if n == name else {**defaults, **SCORING[n][1]})
+            set_prediction(model, **(defaults if n == name else {**defaults, **SCORING[n][1]}))
             frames[n].append(test.frame.assign(score=model.predict(test), inner_fold=fold))
     seconds = round(time.perf_counter() - t0, 1)
     return [_summary(n, seed, pd.concat(frames[n], ignore_index=True), scores_dir, seconds) for n in names]

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.collect.workloads import public_problems, workload  # noqa: E402
 from autoheur.models.artifact import TrainedModel  # noqa: E402
+from autoheur.models.rankers import PREDICTION_SETTINGS as SETTINGS  # noqa: E402
+from autoheur.models.rankers import set_prediction  # noqa: E402
 from benchmarks.common import cpu_model  # noqa: E402
-
-SETTINGS = ("coarse_trees", "shortlist", "rerank_top")  # XGBRankerModel's prediction settings
 
 
 def main() -> None:
@@ -78,12 +78,9 @@ def parse_settings(text: str) -> list[str]:
 def apply_settings(model, items: list[str], shipped: dict | None = None) -> dict:
     """Set `items` (NAME=INT) on the ranker and each expert, from `shipped` (the values before any change, as this
     returns them) for the settings not in `items`."""
-    rankers = [model.ranker, *(getattr(model.ranker, "experts_", None) or {}).values()]
-    shipped = shipped or {name: [getattr(m, name) for m in rankers] for name in SETTINGS}
-    wanted = dict(item.partition("=")[::2] for item in parse_settings(",".join(items) or "shipped"))
-    for name in SETTINGS:
-        for m, value in zip(rankers, shipped[name], strict=True):
-            setattr(m, name, int(wanted[name]) if name in wanted else value)
+    shipped = shipped or {name: getattr(model.ranker, name) for name in SETTINGS}
+    wanted = {k: int(v) for k, v in (item.partition("=")[::2] for item in parse_settings(",".join(items) or "shipped"))}
+    set_prediction(model.ranker, **{**shipped, **wanted})
     return shipped
 
 

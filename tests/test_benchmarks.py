@@ -448,6 +448,23 @@ def test_return_pieces_splits_only_a_file_over_the_limit(tmp_path, size):
         assert "cat dataset.tgz.part* > dataset.tgz" in run.stdout
 
 
+class _DevSet:
+    """The part of a RankingSet that dev_cv._run reads, over the rows of `frame`; `calls` records each
+    with_auxiliary call's (leave_out, problems)."""
+
+    def __init__(self, frame, calls: list):
+        self.frame = frame.reset_index(drop=True)
+        self.problems = np.array(list(dict.fromkeys(self.frame["problem_id"])))
+        self.calls = calls
+
+    def subset(self, ids):
+        return _DevSet(self.frame[self.frame["problem_id"].isin(set(ids))], self.calls)
+
+    def with_auxiliary(self, aux, leave_out=(), problems=None):
+        self.calls.append((set(leave_out), set(problems)))
+        return self.subset(problems)
+
+
 @pytest.mark.parametrize("new_only", [False, True])
 def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, monkeypatch):
     """benchmarks/dev_cv.py: with --aux-new-only an inner fold's auxiliary rows never repeat a problem it trains on;
@@ -457,18 +474,6 @@ def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, 
     f["problem_name"] = "sampled/2d3d/bfloat16/1/zipf"
     calls = []
 
-    class Set:
-        def __init__(self, fr):
-            self.frame = fr.reset_index(drop=True)
-            self.problems = np.array(list(dict.fromkeys(self.frame["problem_id"])))
-
-        def subset(self, ids):
-            return Set(f[f["problem_id"].isin(set(ids))])
-
-        def with_auxiliary(self, aux, leave_out=(), problems=None):
-            calls.append((set(leave_out), set(problems)))
-            return self.subset(problems)
-
     class Oracle:
         def fit(self, train):
             return self
@@ -477,7 +482,8 @@ def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, 
             return -test.frame["median_ms"].to_numpy()
 
     monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
-    monkeypatch.setattr(dev_cv, "_DEV", (Set(f), 5, ["an auxiliary set"], ["outer0", "outer1"], 0.5, new_only))
+    dev = (_DevSet(f, calls), 5, ["an auxiliary set"], ["outer0", "outer1"], 0.5, new_only)
+    monkeypatch.setattr(dev_cv, "_DEV", dev)
     out = dev_cv._run("oracle", 0, None)[0]
     assert out["aux_new_only"] is new_only and out["hit"] == 1.0
     assert len(calls) == 5
@@ -499,17 +505,6 @@ def test_dev_cv_scoring_variants_score_the_same_fits(monkeypatch):
     f["problem_name"] = "sampled/2d3d/bfloat16/1/zipf"
     fits = []
 
-    class Set:
-        def __init__(self, fr):
-            self.frame = fr.reset_index(drop=True)
-            self.problems = np.array(list(dict.fromkeys(self.frame["problem_id"])))
-
-        def subset(self, ids):
-            return Set(f[f["problem_id"].isin(set(ids))])
-
-        def with_auxiliary(self, aux, leave_out=(), problems=None):
-            return self.subset(problems)
-
     class Expert:
         flip = False
 
@@ -528,7 +523,7 @@ def test_dev_cv_scoring_variants_score_the_same_fits(monkeypatch):
 
     monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
     monkeypatch.setitem(dev_cv.SCORING, "oracle_flip", ("oracle", {"flip": True}))
-    monkeypatch.setattr(dev_cv, "_DEV", (Set(f), 5, [], [], 1.0, False))
+    monkeypatch.setattr(dev_cv, "_DEV", (_DevSet(f, []), 5, [], [], 1.0, False))
     base, flipped = dev_cv._run("oracle", 0, None, scoring=["oracle_flip"])
     assert len(fits) == 5
     assert (base["variant"], flipped["variant"]) == ("oracle", "oracle_flip")

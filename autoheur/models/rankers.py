@@ -490,6 +490,19 @@ class XGBRankerModel(_Boosted):
         return self._two_stage(self._masked(X), [np.arange(len(X))])
 
 
+# What changes how a fitted XGBRankerModel scores, not how it fits: its two-stage scoring's coarse trees and shortlist
+# and its re-ranked head (benchmarks/dev_cv.py's SCORING variants, benchmarks/predict_latency.py --compare).
+PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top")
+
+
+def set_prediction(model, **settings) -> None:
+    """Set prediction settings (PREDICTION_SETTINGS) on a fitted `model` and on each of its layout experts, which
+    score a problem of theirs with their own."""
+    for m in [model, *(getattr(model, "experts_", None) or {}).values()]:
+        for key, value in settings.items():
+            setattr(m, key, value)
+
+
 def check_thresholds(thresholds: Sequence[float]) -> None:
     """Relevance thresholds: strictly increasing, from 1.0 (the oracle) up, at most 31 of them (xgboost's
     exponential-gain NDCG takes labels up to 31)."""
