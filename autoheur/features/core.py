@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,11 +96,61 @@ def problem_config_matrix(
     """Features of one `problem` with each of `configs` (inference): float32 (len(configs), len(FEATURE_NAMES)).
 
     Pass the candidate configs as a tuple (cached by identity), a `ConfigArrays`, or a config frame.
-    Equal to `feature_matrix(problem_frame(problem) repeated, config_frame(configs), device)`.
+    Equal to `feature_matrix(problem_frame(problem) repeated, config_frame(configs), device)`, and row-major (the
+    layout XGBoost's prediction reads, so it needs no copy).
     """
     dev = device_params(device)
+    cached = isinstance(configs, (tuple, ConfigArrays))  # the same object call after call: its block is kept
     c = config_arrays(configs)
     p = ProblemArrays.from_problem(problem)
     pfeat = problem_features(p, dev)
-    pblock = np.stack([pfeat[name] for name in PROBLEM_FEATURES], axis=1).astype(np.float32)
-    return _assemble(pblock, p, None, c, dev)
+    block = _config_block(c, float(p.elem[0]), dev, cached)
+    # The derived features of each distinct (block sizes, stages, occupancy), given to every config that shares it:
+    # they read nothing else of a config, and ~2,200 candidates have ~280 such combinations.
+    dfeat = derived_features(p, None, block.distinct, dev, block.occupancy, block.log2_tile_intensity)
+    out = np.empty((len(c), len(FEATURE_NAMES)), dtype=np.float32)
+    out[:, :N_PROBLEM] = np.array([pfeat[name] for name in PROBLEM_FEATURES], dtype=np.float32).T
+    out[:, N_PROBLEM:_N_PC] = block.columns
+    out[:, _N_PC:] = np.stack([dfeat[name] for name in DERIVED_FEATURES], axis=1)[block.inverse]
+    return out
+
+
+_N_PC = N_PROBLEM + len(CONFIG_FEATURES)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ConfigBlock:
+    """What inference needs of a candidate set that does not depend on the problem."""
+
+    columns: np.ndarray  # (n, len(CONFIG_FEATURES)) float32: the CONFIG_FEATURES of each config
+    distinct: ConfigArrays  # one config of each distinct (bm, bn, bk, stages, occupancy), the inputs of derived
+    occupancy: np.ndarray  # the CONFIG_FEATURES derived_features reads, of `distinct`'s configs
+    log2_tile_intensity: np.ndarray
+    inverse: np.ndarray  # (n,): the row of `distinct` that stands for each config
+
+
+_BLOCKS: dict[tuple, tuple[ConfigArrays, _ConfigBlock]] = {}
+
+
+def _config_block(c: ConfigArrays, elem: float, dev: DeviceParams, cache: bool) -> _ConfigBlock:
+    key = (id(c), elem, dev)
+    hit = _BLOCKS.get(key) if cache else None
+    if hit is not None and hit[0] is c:
+        return hit[1]
+    cfeat = config_features(c, elem, dev)
+    columns = np.stack([np.broadcast_to(cfeat[name], len(c)) for name in CONFIG_FEATURES], axis=1)
+    inputs = np.stack([c.bm, c.bn, c.bk, c.stages, cfeat["occupancy"]], axis=1)
+    _, first, inverse = np.unique(inputs, axis=0, return_index=True, return_inverse=True)
+    pick = lambda a: np.ascontiguousarray(np.broadcast_to(a, len(c))[first])
+    block = _ConfigBlock(
+        columns.astype(np.float32),
+        ConfigArrays(*(pick(getattr(c, f.name)) for f in fields(ConfigArrays))),
+        pick(cfeat["occupancy"]),
+        pick(cfeat["log2_tile_intensity"]),
+        inverse.reshape(-1),
+    )
+    if cache:
+        if len(_BLOCKS) >= 16:
+            _BLOCKS.pop(next(iter(_BLOCKS)))
+        _BLOCKS[key] = (c, block)  # holds `c`: its id cannot be reused while cached
+    return block

@@ -258,6 +258,19 @@ def test_problem_config_matrix_equals_feature_matrix_and_accepts_every_config_fo
     assert F.config_arrays(all_configs()) is F.config_arrays(all_configs())  # a tuple is cached by identity
 
 
+def test_one_candidate_tuple_across_dtypes_and_devices_keeps_each_its_own_features():
+    # inference keeps what depends only on the configs per tuple, element size and device: calls that alternate
+    # them must each get their own (fp32 and fp16 problems, two devices, the same tuple object)
+    cfgs = all_configs()
+    calls = [(p, dev) for dev in (H100, SMALL_SMEM) for p in (PROBLEMS[0], PROBLEMS[2], PROBLEMS[3])] * 2
+    for p, dev in calls:
+        x = F.problem_config_matrix(p, cfgs, dev)
+        frame = F.problem_frame(p)
+        y = F.feature_matrix(frame.loc[[0] * len(cfgs)].reset_index(drop=True), F.config_frame(cfgs), dev)
+        np.testing.assert_array_equal(x, y)
+        assert x.flags.c_contiguous  # what XGBoost's prediction reads without a copy
+
+
 def test_a_dataset_table_goes_straight_in():
     p = PROBLEMS[2]
     cfgs = feasible(p, H100)[:40]
