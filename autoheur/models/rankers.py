@@ -283,6 +283,7 @@ class XGBRankerModel(_Boosted):
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
         self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
         self.reranker_ = fitted[len(objectives)] if self.rerank_top > 0 else None
+        self.seen_keys_, self.near_keys_, self.near_rel_ = near_best_configs(train, within)
         return self
 
     def _side_by_side(self, jobs: list[Callable[[int | None], object]]) -> list:
@@ -436,17 +437,52 @@ class XGBRankerModel(_Boosted):
     coarse_trees = 50
     shortlist = 128  # on the dev CV of the ensemble: best-of-10 as with 256, 15% less prediction time
     _BELOW = 1e4
+    # Before the passes, a problem's candidates are cut to the configs that came within `near_best_pct` percent of
+    # the oracle of at least one training problem (near_best_configs), and configs the training data never timed;
+    # the others score below every kept config, in their own order. 0: every config is scored. Why 2 (stop 58): the
+    # coarse pass over every config is the costliest of the three, and a config that no training problem had within
+    # 2% of its best is rarely a new problem's: on the dev CV (inner 5-fold of the H100 GroupKFold's first fold,
+    # 7,036 problems, seed 0, the same fits) the oracle in the top 10 read 88.19% uncut, 88.25% / 88.15% / 88.18% cut
+    # at 1 / 2 / 5%, best-of-10 and top-1 level (BENCHMARKS.md, "Learned ranking", stop 58). 2 over 1 for the margin
+    # against timing noise and another device's near-best set.
+    near_best_pct = 2
+
+    def _near_best(self, X: np.ndarray, groups: list[np.ndarray]) -> list[np.ndarray] | None:
+        """`groups` cut to their near-best configs (near_best_pct), or None when nothing is cut. A problem keeps all
+        its configs when fewer than the shortlist (at least 10) would be left."""
+        pct = getattr(self, "near_best_pct", 0)  # models pickled before the field have neither it nor the keys
+        keys = getattr(self, "near_keys_", None)
+        if not pct or keys is None:
+            return None
+        k = config_keys(X)
+        pos = np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0))
+        near = (keys[pos] == k) & (self.near_rel_[pos] <= 1.0 + pct / 100.0) if len(keys) else np.zeros(len(k), bool)
+        keep = near | ~np.isin(k, self.seen_keys_)
+        least = max(self.shortlist, 10)
+        cut = [idx[keep[idx]] for idx in groups]
+        cut = [c if len(c) >= least else idx for c, idx in zip(cut, groups, strict=True)]
+        return None if sum(map(len, cut)) == len(X) else cut
 
     def _two_stage(self, X: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
         members = getattr(self, "members_", None) or [self.model_]  # pickled before ensembles: one booster, model_
         lead = members[0].get_booster()
+        near = self._near_best(X, groups)
+        if near is not None:  # the configs cut score below every kept one: -3 _BELOW, under the coarse-only ones
+            groups = near
+            kept = np.concatenate(groups)
         if lead.num_boosted_rounds() <= self.coarse_trees:  # a small model: every config is shortlisted
-            out = np.zeros(len(X), dtype=np.float64)
+            out = np.zeros(len(X), dtype=np.float64) if near is None else np.full(len(X), -3 * self._BELOW)
             picked = groups
             coarse = None
         else:
-            coarse = booster_predict(lead, X, 0, self.coarse_trees)
-            out = coarse - self._BELOW
+            if near is None:
+                coarse = booster_predict(lead, X, 0, self.coarse_trees)
+                out = coarse - self._BELOW
+            else:
+                coarse = np.zeros(len(X), dtype=np.float64)
+                coarse[kept] = booster_predict(lead, X[kept], 0, self.coarse_trees)
+                out = np.full(len(X), -3 * self._BELOW)
+                out[kept] = coarse[kept] - self._BELOW
             picked = []
             for idx in groups:
                 if len(idx) <= self.shortlist:
@@ -492,7 +528,7 @@ class XGBRankerModel(_Boosted):
 
 # What changes how a fitted XGBRankerModel scores, not how it fits: its two-stage scoring's coarse trees and shortlist
 # and its re-ranked head (benchmarks/dev_cv.py's SCORING variants, benchmarks/predict_latency.py --compare).
-PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top")
+PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top", "near_best_pct")
 
 
 def set_prediction(model, **settings) -> None:
@@ -501,6 +537,43 @@ def set_prediction(model, **settings) -> None:
     for m in [model, *(getattr(model, "experts_", None) or {}).values()]:
         for key, value in settings.items():
             setattr(m, key, value)
+
+
+# The config-identity columns of the features (a config's block sizes, stages, warps, group, load path and warp
+# specialization), each a small integer, packed 6 bits apiece into one int64 key.
+_CONFIG_ID_COLUMNS = [FEATURE_NAMES.index(f) for f in (
+    "log2_block_m", "log2_block_n", "log2_block_k", "num_stages", "log2_num_warps", "log2_group_m", "tma",
+    "warp_specialize",
+)]  # fmt: skip
+
+
+def config_keys(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """One int64 per row of X (of `rows` only, if given) that tells its config apart from every other."""
+    out = np.zeros(len(X) if rows is None else len(rows), dtype=np.int64)
+    for i, j in enumerate(_CONFIG_ID_COLUMNS):
+        col = X[:, j] if rows is None else X[rows, j]
+        out |= np.rint(col).astype(np.int64) << (6 * i)
+    return out
+
+
+NEAR_BEST_MAX = 1.25  # near_best_configs keeps each config's best time over the oracles up to this ratio
+
+
+def near_best_configs(train: RankingSet, within: np.ndarray | None = None):
+    """(every config key the training rows hold, sorted; the keys of those that came within NEAR_BEST_MAX of a
+    problem's oracle, sorted; their best such ratio over the problems, float32) over the rows of `within` (None: all).
+    What `near_best_pct` cuts by: a config no training problem had near its best rarely is a new problem's best
+    (BENCHMARKS.md, "Learned ranking", stop 58)."""
+    rows = None if within is None else np.flatnonzero(within)
+    rel = train.frame["rel_time"].to_numpy()
+    ok = (train.frame["status"] == "ok").to_numpy()
+    if rows is not None:
+        rel, ok = rel[rows], ok[rows]
+    keys = config_keys(train.X, rows)
+    seen = np.unique(keys)
+    close = ok & (rel <= NEAR_BEST_MAX)
+    near = pd.DataFrame({"k": keys[close], "r": rel[close]}).groupby("k")["r"].min()
+    return seen, near.index.to_numpy(dtype=np.int64), near.to_numpy(dtype=np.float32)
 
 
 def check_thresholds(thresholds: Sequence[float]) -> None:

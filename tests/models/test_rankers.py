@@ -125,6 +125,7 @@ def test_ensemble_orders_by_standardized_sum_with_the_lead_first(h100_slice):
         experts=(), n_estimators=60, max_depth=3, n_jobs=1, rerank_top=0, members=ENSEMBLE_MEMBERS
     )  # the two-member blend alone (see the rerank tests)
     m.shortlist = 40  # fewer than a problem's configs, so the shortlist matters
+    m.near_best_pct = 0  # every config scored (the cut before the passes: test_near_best_cut_...)
     assert m.objective == "ensemble"
     m.fit(h100_slice.subset(pids[:20]))
     assert [mm.get_params()["objective"] for mm in m.members_] == list(ENSEMBLE_MEMBERS)
@@ -536,3 +537,69 @@ def test_max_bin_reaches_every_booster_and_changes_the_fit(h100_slice):
             XGBRankerModel(**kw, max_bin=bad).fit(train)
         with pytest.raises(ValueError, match="max_bin"):
             RANKERS["xgb_regressor"](max_bin=bad).fit(train)
+
+
+def test_config_keys_tell_every_config_of_the_space_apart():
+    from autoheur.device import H100_SXM
+    from autoheur.features import problem_config_matrix
+    from autoheur.kernels.config import all_configs
+    from autoheur.models.rankers import config_keys
+    from autoheur.problem import Problem
+
+    cfgs = all_configs()
+    X = problem_config_matrix(Problem("2d3d", 4, (100, 0, 300, 28), 0, 512, 256), cfgs, H100_SXM)
+    keys = config_keys(X)
+    assert len(np.unique(keys)) == len(cfgs)
+    np.testing.assert_array_equal(config_keys(X, np.arange(5, 50)), keys[5:50])
+
+
+def test_near_best_configs_are_each_configs_best_ratio_over_the_training_problems(h100_slice):
+    from autoheur.models.rankers import NEAR_BEST_MAX, config_keys, near_best_configs
+
+    rs = h100_slice.subset(h100_slice.problems[:12])
+    within = (rs.frame["problem_id"] != rs.problems[0]).to_numpy()  # all but the first problem
+    seen, keys, rel = near_best_configs(rs, within)
+    f = rs.frame[within].assign(key=config_keys(rs.X[within]))
+    np.testing.assert_array_equal(seen, np.unique(f["key"]))
+    ok = f[(f["status"] == "ok") & (f["rel_time"] <= NEAR_BEST_MAX)]
+    best = ok.groupby("key")["rel_time"].min()
+    np.testing.assert_array_equal(keys, best.index.to_numpy())
+    np.testing.assert_array_equal(rel, best.to_numpy(dtype=np.float32))
+    assert (rel >= 1.0).all() and rel.min() == 1.0  # each problem's oracle is its own best
+
+
+@pytest.mark.parametrize("trees", [60, 20])  # two passes after the coarse one; a model of no more than coarse_trees
+def test_near_best_cut_scores_the_configs_cut_below_the_others(trees, h100_slice):
+    """With near_best_pct set, a config no training problem had within that percent of its oracle (and that the
+    training data timed) scores below every kept one; with it 0 (the default) nothing changes."""
+    pids = h100_slice.problems
+    m = XGBRankerModel(experts=(), n_estimators=trees, max_depth=3, n_jobs=1, rerank_top=12)
+    m.shortlist = 16  # the slice's problems have ~2,000 configs: 16 and more stay after the cut
+    m.fit(h100_slice.subset(pids[:20]))
+    test = h100_slice.subset(pids[20:24])
+    m.near_best_pct = 0
+    plain = m.predict(test)
+    m.near_best_pct = 2
+    cut = m.predict(test)
+    assert XGBRankerModel.near_best_pct == 2  # the default
+    from autoheur.models.rankers import config_keys
+
+    keys = config_keys(test.X)
+    near = set(m.near_keys_[m.near_rel_ <= 1.02].tolist())
+    kept = np.isin(keys, list(near)) | ~np.isin(keys, m.seen_keys_)
+    assert 0 < kept.sum() < len(kept)
+    for idx in test.frame.groupby("problem_id", sort=False).indices.values():
+        k, out = idx[kept[idx]], idx[~kept[idx]]
+        assert cut[k].min() > cut[out].max()
+        # the configs cut keep their problem order among themselves (one score), the kept ones are ranked
+        assert len(np.unique(cut[out])) == 1 and len(np.unique(cut[k])) > 1
+    m.near_best_pct = 0
+    np.testing.assert_array_equal(m.predict(test), plain)
+    m.shortlist = 10**6  # fewer configs would stay than the shortlist: every config is scored, as without the cut
+    whole = m.predict(test)
+    m.near_best_pct = 2
+    np.testing.assert_array_equal(m.predict(test), whole)
+    m.shortlist = 16
+    np.testing.assert_array_equal(m.predict(test), cut)
+    del m.near_keys_  # a model fitted before the cut existed scores every config
+    np.testing.assert_array_equal(m.predict(test), plain)
