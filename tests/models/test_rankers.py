@@ -551,6 +551,7 @@ def test_config_keys_tell_every_config_of_the_space_apart():
     keys = config_keys(X)
     assert len(np.unique(keys)) == len(cfgs)
     np.testing.assert_array_equal(config_keys(X, np.arange(5, 50)), keys[5:50])
+    np.testing.assert_array_equal(config_keys(X, np.arange(5, 50), chunk=7), keys[5:50])  # a chunk at a time
 
 
 def test_near_best_configs_are_each_configs_best_ratio_over_the_training_problems(h100_slice):
