@@ -594,6 +594,18 @@ def test_near_best_cut_scores_the_configs_cut_below_the_others(trees, h100_slice
         assert cut[k].min() > cut[out].max()
         # the configs cut keep their problem order among themselves (one score), the kept ones are ranked
         assert len(np.unique(cut[out])) == 1 and len(np.unique(cut[k])) > 1
+    np.testing.assert_array_equal(m.predict(test), cut)  # again: each problem's mask from the cache
+    other = XGBRankerModel(experts=(), n_estimators=trees, max_depth=3, n_jobs=1, rerank_top=12)
+    other.shortlist = 16
+    np.testing.assert_array_equal(other.fit(h100_slice.subset(pids[:20])).predict(test), cut)
+    m.fit(h100_slice.subset(pids[4:24]))  # a refit of the same object: its own near-best set, not the cached masks
+    refit = set(m.near_keys_[m.near_rel_ <= 1.02].tolist())
+    assert refit != near
+    kept = np.isin(config_keys(test.X), list(refit)) | ~np.isin(config_keys(test.X), m.seen_keys_)
+    again = m.predict(test)
+    for idx in test.frame.groupby("problem_id", sort=False).indices.values():
+        assert again[idx[kept[idx]]].min() > again[idx[~kept[idx]]].max()
+    m.fit(h100_slice.subset(pids[:20]))
     m.near_best_pct = 0
     np.testing.assert_array_equal(m.predict(test), plain)
     m.shortlist = 10**6  # fewer configs would stay than the shortlist: every config is scored, as without the cut
