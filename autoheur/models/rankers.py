@@ -525,8 +525,8 @@ class XGBRankerModel(_Boosted):
         return self._two_stage(self._masked(X), [np.arange(len(X))])
 
 
-# What changes how a fitted XGBRankerModel scores, not how it fits: its two-stage scoring's coarse trees and shortlist
-# and its re-ranked head (benchmarks/dev_cv.py's SCORING variants, benchmarks/predict_latency.py --compare).
+# What changes how a fitted XGBRankerModel scores, not how it fits: its two-stage scoring's coarse trees and shortlist,
+# its re-ranked head and its near-best cut (benchmarks/dev_cv.py's SCORING variants, predict_latency.py --compare).
 PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top", "near_best_pct")
 
 
