@@ -599,3 +599,114 @@ def test_read_batches_hold_whole_problems_and_together_the_rows_of_read():
     key = ["problem_id", "config_id"]
     together = pd.concat(batches, ignore_index=True).sort_values(key, kind="stable").reset_index(drop=True)
     pd.testing.assert_frame_equal(together, whole.sort_values(key, kind="stable").reset_index(drop=True))
+
+
+def _plain_read(root: Path) -> pd.DataFrame:
+    """The overlay written out plainly, as a reference for `read`'s faster path: each file read whole, a problem's
+    rows found by filtering on its id, the polish's session scale from `session_scale`'s dicts, a retimed config's
+    rows put after the part's others."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from autoheur.collect.store import ALIGNED_KINDS, PACK_RES, RETIME_KINDS, session_scale
+
+    def rows(files, pid):
+        found = [t.filter(pc.equal(t.column("problem_id"), pid)) for t in files]
+        return pa.concat_tables([t.replace_schema_metadata(None) for t in found])
+
+    def ok_ms(t):
+        ids, status, ms = (t.column(c).to_pylist() for c in ("config_id", "status", "median_ms"))
+        return {c: m for c, st, m in zip(ids, status, ms, strict=True) if st == "ok" and m == m}
+
+    parts = [pq.read_table(p) for p in sorted(root.glob("part-*.parquet"))]
+    passes = {
+        k: [pq.read_table(p) for p in sorted(root.iterdir()) if PACK_RES[k].fullmatch(p.name)] for k in RETIME_KINDS
+    }
+    pids = sorted(set().union(*(t.column("problem_id").to_pylist() for t in parts)))
+    out = []
+    for pid in pids:
+        table = rows(parts, pid)
+        for kind in RETIME_KINDS:
+            if not passes[kind]:
+                continue
+            new = rows(passes[kind], pid)
+            if not new.num_rows:
+                continue
+            if kind in ALIGNED_KINDS:
+                scale = session_scale(ok_ms(new), ok_ms(table))
+                i = new.schema.get_field_index("median_ms")
+                new = new.set_column(i, new.schema.field(i), pc.divide(new.column(i), scale))
+            retimed = set(new.column("config_id").to_pylist())
+            keep = [c not in retimed for c in table.column("config_id").to_pylist()]
+            table = pa.concat_tables([table.filter(pa.array(keep)), new])
+        out.append(table.to_pandas())
+    return pd.concat(out, ignore_index=True)
+
+
+def test_read_is_the_plain_overlay_on_a_shipped_dataset():
+    """`read`'s fast path (pack splits and problem lists kept per file, the overlay on the asked columns only, one
+    pandas conversion per pack) gives the plain overlay's rows exactly, on a shipped dataset with part packs and
+    refine and polish packs."""
+    root = Path(__file__).resolve().parents[2] / "data" / "retest-nvidia-h200"
+    assert any(p.name.startswith("polish-pack-") for p in root.iterdir())
+    plain = _plain_read(root)
+    fast = DatasetStore.load(root).read()
+    assert len(fast) == len(plain) > 0
+    pd.testing.assert_frame_equal(fast.drop(columns="sizes"), plain.drop(columns="sizes"))
+    assert all(np.array_equal(a, b) for a, b in zip(fast["sizes"], plain["sizes"], strict=True))
+    cols = ["median_ms", "problem_id", "layout"]  # a few columns, not in schema order, without the overlay's own
+    pd.testing.assert_frame_equal(DatasetStore.load(root).read(cols), plain[cols])
+
+
+def test_table_session_scale_is_session_scale():
+    """The overlay's vectorized scale equals `session_scale` over the same tables: configs in one table only,
+    censored and failed rows, a NaN time, a config timed at 0."""
+    from autoheur.collect.store import _table_session_scale, session_scale
+
+    def ok_ms(t):
+        ids, status, ms = (t.column(c).to_pylist() for c in ("config_id", "status", "median_ms"))
+        return {c: m for c, st, m in zip(ids, status, ms, strict=True) if st == "ok" and m == m}
+
+    rng = np.random.default_rng(0)
+    configs = [KernelConfig(bm, bn, bk, s, w) for bm in (32, 64, 128) for bn in (32, 64) for bk in (32, 64)
+               for s in (2, 3) for w in (4, 8)]  # fmt: skip
+
+    def results(n, zero=False, nan=False):
+        picked = rng.choice(len(configs), size=n, replace=False)
+        out = []
+        for i in picked:
+            kind = str(rng.choice(["ok", "ok", "ok", "censored", "compile_error"]))
+            ms = 0.0 if zero and i == picked[0] else float(rng.uniform(0.01, 1.0))
+            ms = float("nan") if nan and i == picked[-1] else ms
+            timing = None if kind == "compile_error" else Timing(ms, 0.0, 5, kind == "censored")
+            out.append((configs[i], kind, timing))
+        return rows_for(PROBLEMS[0], out, collected_at=WHEN)
+
+    for trial in range(20):
+        old, new = results(40, zero=trial == 3), results(int(rng.integers(1, 20)), nan=trial == 5)
+        assert _table_session_scale(new, old) == session_scale(ok_ms(new), ok_ms(old))
+
+
+def test_to_pandas_each_is_to_pandas_of_each():
+    """One conversion for many tables gives each table's own `_to_pandas` frame (rows, columns, one sizes array per
+    problem), also for an empty table and a problem without sizes."""
+    import pyarrow as pa
+
+    from autoheur.collect.store import _to_pandas, _to_pandas_each
+
+    tables = [table_for(p) for p in PROBLEMS]
+    tables.insert(1, tables[0].slice(0, 0))
+    i = tables[3].column_names.index("sizes")  # the 3D x 3D problem (empty sizes), here with none at all
+    field = tables[3].schema.field(i)
+    tables[3] = tables[3].set_column(i, field, pa.array([None] * tables[3].num_rows, type=field.type))
+    each = _to_pandas_each(tables)
+    assert len(each) == len(tables)
+    for frame, table in zip(each, tables, strict=True):
+        one = _to_pandas(table)
+        pd.testing.assert_frame_equal(frame.reset_index(drop=True).drop(columns="sizes"), one.drop(columns="sizes"))
+        assert [None if s is None else s.tolist() for s in frame["sizes"]] == [
+            None if s is None else s.tolist() for s in one["sizes"]
+        ]
+        if len(frame):
+            assert len({id(s) for s in frame["sizes"]}) == 1
+    assert _to_pandas_each([pa.concat_tables(tables)])[0].shape == (sum(t.num_rows for t in tables), len(COLUMNS))
