@@ -186,6 +186,10 @@ VARIANTS["ensemble2"] = lambda seed: XGBRankerModel(random_state=seed, members=E
 # 831 misses of the oracle on this dev set (seed 0), 267 ranked it 33rd or lower, some of them outside the 48.
 VARIANTS["rr_top64"] = lambda seed: XGBRankerModel(random_state=seed, rerank_top=64)
 VARIANTS["rr_top96"] = lambda seed: XGBRankerModel(random_state=seed, rerank_top=96)
+# stop 59: the lead's sampled rows (all but each problem's 12 fastest) drawn from the configs near-best at 2 or 5% in
+# the fold's training data, where the prediction's cut (near_best_pct = 2) leaves its candidates
+VARIANTS["train_near2"] = lambda seed: XGBRankerModel(random_state=seed, train_near_pct=2)
+VARIANTS["train_near5"] = lambda seed: XGBRankerModel(random_state=seed, train_near_pct=5)
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model

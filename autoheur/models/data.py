@@ -149,11 +149,18 @@ def aux_scaled(count: int, pid: str, aux_share: float) -> int:
 
 
 def sample_rows(
-    rs: RankingSet, per_problem: int | None, top: int, seed: int, within=None, aux_share: float = 1.0
+    rs: RankingSet,
+    per_problem: int | None,
+    top: int,
+    seed: int,
+    within=None,
+    aux_share: float = 1.0,
+    eligible: np.ndarray | None = None,
 ) -> RankingSet:
     """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all (an auxiliary
     problem: `aux_share` of both); only the problems of `within` (a row mask; None: all). The result is the same as
-    that of the problems taken out first, without copying them out of a large set."""
+    that of the problems taken out first, without copying them out of a large set. `eligible` (a row mask): the rest
+    is drawn from its rows first, and from the others only where a problem has too few of them."""
     if per_problem is None:
         return rs if within is None else rows_of(rs, np.flatnonzero(within))
     rng = np.random.default_rng(seed)
@@ -165,7 +172,15 @@ def sample_rows(
             keep.append(idx)
             continue
         order = idx[np.argsort(rel[idx], kind="stable")]
-        rest = rng.choice(order[t:], size=n - t, replace=False)
+        if eligible is None:
+            rest = rng.choice(order[t:], size=n - t, replace=False)
+        else:
+            pool = order[t:][eligible[order[t:]]]
+            if len(pool) >= n - t:
+                rest = rng.choice(pool, size=n - t, replace=False)
+            else:
+                other = order[t:][~eligible[order[t:]]]
+                rest = np.concatenate([pool, rng.choice(other, size=n - t - len(pool), replace=False)])
         keep.append(np.sort(np.concatenate([order[:t], rest])))
     return rows_of(rs, np.concatenate(keep))
 

@@ -270,7 +270,11 @@ class XGBRankerModel(_Boosted):
         return self._fit(train, self.objective_, within)
 
     def _fit(self, train: RankingSet, objective: str, within: np.ndarray | None = None) -> XGBRankerModel:
-        sub = sample_rows(train, self.per_problem, self.top, self.random_state, within, self.aux_share)
+        self.seen_keys_, self.near_keys_, self.near_rel_ = near_best_configs(train, within)
+        _NEAR_BEST_MASKS.pop(self, None)  # masks of an earlier fit of this object
+        pct = getattr(self, "train_near_pct", 0)
+        eligible = None if not pct else self._near_rows(train.X, pct, within)
+        sub = sample_rows(train, self.per_problem, self.top, self.random_state, within, self.aux_share, eligible)
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
         seeds = [self.random_state + objectives[:i].count(o) for i, o in enumerate(objectives)]
@@ -284,9 +288,15 @@ class XGBRankerModel(_Boosted):
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
         self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
         self.reranker_ = fitted[len(objectives)] if self.rerank_top > 0 else None
-        self.seen_keys_, self.near_keys_, self.near_rel_ = near_best_configs(train, within)
-        _NEAR_BEST_MASKS.pop(self, None)  # masks of an earlier fit of this object
         return self
+
+    def _near_rows(self, X: np.ndarray, pct: int, within: np.ndarray | None) -> np.ndarray:
+        """Row mask of the training rows (of `within`) whose config is near-best at `pct` (near_best_configs)."""
+        out = np.zeros(len(X), dtype=bool)
+        rows = np.arange(len(X)) if within is None else np.flatnonzero(within)
+        found, pos = _lookup(self.near_keys_, config_keys(X, rows))
+        out[rows] = found & (self.near_rel_[pos] <= 1.0 + pct / 100.0)
+        return out
 
     def _side_by_side(self, jobs: list[Callable[[int | None], object]]) -> list:
         """Run independent fits, each a function of its XGBoost thread count, on threads of their own sharing the
@@ -448,6 +458,10 @@ class XGBRankerModel(_Boosted):
     # at 1 / 2 / 5%, best-of-10 and top-1 level (BENCHMARKS.md, "Learned ranking", stop 58). 2 over 1 for the margin
     # against timing noise and another device's near-best set.
     near_best_pct = 2
+    # The fit's sampled rows (`per_problem` less the `top` fastest) drawn from the configs near-best at this percent
+    # (0: from all): the configs a prediction cuts never reach a list of 10, so the lead's rows need not teach their
+    # order. A dev-CV trial of stop 59.
+    train_near_pct: int = 0
 
     def _near_best(self, X: np.ndarray, groups: list[np.ndarray]) -> list[np.ndarray] | None:
         """`groups` cut to their near-best configs (near_best_pct), or None when nothing is cut. A problem keeps all

@@ -617,3 +617,59 @@ def test_near_best_cut_scores_the_configs_cut_below_the_others(trees, h100_slice
     np.testing.assert_array_equal(m.predict(test), cut)
     del m.near_keys_  # a model fitted before the cut existed scores every config
     np.testing.assert_array_equal(m.predict(test), plain)
+
+
+def test_sample_rows_draws_the_rest_from_the_eligible_rows_first(h100_slice):
+    """`eligible`: each problem keeps its `top` fastest rows, and its other rows come from the eligible ones while
+    it has enough of them, topped up from the rest where it has too few; the row count per problem is unchanged."""
+    from autoheur.models.data import problem_rows, sample_rows
+
+    rs = h100_slice.subset(h100_slice.problems[:6])
+    rng = np.random.default_rng(1)
+    eligible = rng.random(len(rs.frame)) < 0.3
+    for _pid, idx in list(problem_rows(rs, None))[:2]:  # two problems with too few eligible rows to fill the sample
+        eligible[idx] = False
+        eligible[idx[:5]] = True
+    plain = sample_rows(rs, 40, 8, 0)
+    picked = sample_rows(rs, 40, 8, 0, eligible=eligible)
+    assert picked.frame.groupby("problem_id").size().to_dict() == plain.frame.groupby("problem_id").size().to_dict()
+    where = {pid: idx for pid, idx in problem_rows(rs, None)}
+    pos = pd.Series(np.arange(len(rs.frame)), index=pd.MultiIndex.from_frame(rs.frame[["problem_id", "config_id"]]))
+    for pid, g in picked.frame.groupby("problem_id"):
+        rows = pos.loc[list(zip(g["problem_id"], g["config_id"], strict=True))].to_numpy()
+        idx = where[pid]
+        fastest = idx[np.argsort(rs.frame["rel_time"].to_numpy()[idx], kind="stable")[:8]]
+        assert set(fastest) <= set(rows)
+        rest = np.setdiff1d(rows, fastest)
+        pool = np.setdiff1d(idx[eligible[idx]], fastest)
+        if len(pool) >= 32:
+            assert eligible[rest].all()
+        else:
+            assert set(pool) <= set(rest) and len(rest) == 32
+
+
+def test_train_near_pct_samples_near_best_configs(h100_slice):
+    """`train_near_pct`: apart from a problem's `top` fastest, the lead's rows are configs near-best (at that percent)
+    in the training data; without it, many are not."""
+    import xgboost as xgb
+
+    from autoheur.models.rankers import config_keys
+
+    train = h100_slice.subset(h100_slice.problems[:8])
+    real = xgb.XGBRanker.fit
+
+    def far_rows_per_problem(**settings):
+        seen = []
+        model = XGBRankerModel(experts=(), n_estimators=3, max_depth=3, per_problem=40, top=8, rerank_top=0, n_jobs=1,
+                               **settings)  # fmt: skip
+        try:
+            xgb.XGBRanker.fit = lambda self, X, y, **kw: seen.append((X, kw["qid"])) or real(self, X, y, **kw)
+            model.fit(train)
+        finally:
+            xgb.XGBRanker.fit = real
+        (X, qid), *_ = seen
+        near = np.isin(config_keys(X), model.near_keys_[model.near_rel_ <= 1.02])
+        return np.bincount(qid[~near], minlength=qid.max() + 1)
+
+    assert far_rows_per_problem(train_near_pct=2).max() <= 8
+    assert far_rows_per_problem().max() > 8
