@@ -187,9 +187,11 @@ VARIANTS["ensemble2"] = lambda seed: XGBRankerModel(random_state=seed, members=E
 VARIANTS["rr_top64"] = lambda seed: XGBRankerModel(random_state=seed, rerank_top=64)
 VARIANTS["rr_top96"] = lambda seed: XGBRankerModel(random_state=seed, rerank_top=96)
 # stop 59: the lead's sampled rows (all but each problem's 12 fastest) drawn from the configs near-best at 2 or 5% in
-# the fold's training data, where the prediction's cut (near_best_pct = 2) leaves its candidates
+# the fold's training data, where the prediction's cut (near_best_pct = 2) leaves its candidates. 2 adopted (= "base"
+# since); "train_all" is the fit before it, its sampled rows drawn from every config
 VARIANTS["train_near2"] = lambda seed: XGBRankerModel(random_state=seed, train_near_pct=2)
 VARIANTS["train_near5"] = lambda seed: XGBRankerModel(random_state=seed, train_near_pct=5)
+VARIANTS["train_all"] = lambda seed: XGBRankerModel(random_state=seed, train_near_pct=0)
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
