@@ -673,3 +673,11 @@ def test_train_near_pct_samples_near_best_configs(h100_slice):
 
     assert far_rows_per_problem().max() <= 8  # the default, 2
     assert far_rows_per_problem(train_near_pct=0).max() > 8
+
+
+def test_near_rows_without_a_near_best_config_are_none(h100_slice):
+    """A training set where no config came near any problem's best (every row failed) leaves no row eligible for
+    `train_near_pct`, instead of indexing an empty table."""
+    model = XGBRankerModel()
+    model.near_keys_, model.near_rel_ = np.array([], dtype=np.int64), np.array([], dtype=np.float32)
+    assert not model._near_rows(h100_slice.X[:5], 2, None).any()
