@@ -246,8 +246,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import time
 
     from autoheur.collect.store import DatasetStore
-    from autoheur.models.data import load_ranking_set
-    from autoheur.models.evaluate import cross_validate, tuning_cost
+    from autoheur.models.data import AUX_ROWS, check_thinned, load_ranking_set
+    from autoheur.models.evaluate import auxiliary_only, cross_validate, make_model, tuning_cost
     from autoheur.models.rankers import RANKERS, family_params
 
     models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
@@ -257,10 +257,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if len(families) > 1:
             raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
         params = family_params(families.pop())
-        sets = {
-            Path(d).name.replace("nvidia-", "").split("-")[0]: load_ranking_set(d, args.allow_stale_kernel)
-            for d in args.data
-        }
+        paths = {Path(d).name.replace("nvidia-", "").split("-")[0]: d for d in args.data}
+        # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
+        thin = auxiliary_only(list(paths), _csv(args.splits), args.aux_for or ())
+        rows = (AUX_ROWS if args.aux_rows is None else args.aux_rows or None) if thin else None
+        if rows is not None and rows < 4:
+            raise ValueError(f"--aux-rows {rows}: expected at least 4 rows a problem, or 0 for all")
+        for name in models:  # before the data loads
+            check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
+        sets = {name: load_ranking_set(d, args.allow_stale_kernel, thin=rows if name in thin else None)
+                for name, d in paths.items()}  # fmt: skip
         per_problem, summary, fits = cross_validate(
             sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or ()
         )
@@ -278,7 +284,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         import pandas as pd
 
         pd.DataFrame(fits).to_csv(out / "fits.csv", index=False)
-        first = next(iter(sets.values()))
+        first = next(rs for name, rs in sets.items() if name not in thin)
         imp = None
         if "xgb_ranker" in models:
             from autoheur.models.rankers import XGBRankerModel
@@ -289,7 +295,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "devices": ", ".join(rs.device["name"] for rs in sets.values()),
             "command": "autoheur " + " ".join(sys.argv[1:]),
             "wall seconds": round(time.time() - t0),
-            "method": _EVAL_METHOD + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else ""),
+            "method": _EVAL_METHOD
+            + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else "")
+            + (_EVAL_THIN.format(", ".join(thin), rows) if rows else ""),
         }
         try:
             from autoheur.models.report import write_report
@@ -319,6 +327,10 @@ _EVAL_METHOD = (
     "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
 )
 
+_EVAL_THIN = (
+    " The auxiliary-only datasets ({}) loaded thinned to {} rows a problem (its fastest quarter and a seeded sample of "
+    "the rest), as `autoheur train --aux` loads them."
+)
 _EVAL_AUX = (
     " Auxiliary data ({}): on that dataset's group_kfold and lomo splits every model also trains on the other "
     "datasets' problems as queries of their own, less their rows of the fold's test problems (and, in lomo, of the "
@@ -554,6 +566,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-for", action="append", metavar="NAME",
                    help="a dataset (by its short name, e.g. h200) whose within-device splits also train on the "
                         "other --data datasets, as `autoheur train --aux` does (repeatable)")  # fmt: skip
+    p.add_argument("--aux-rows", type=int, metavar="N",
+                   help="rows a problem keeps as it loads, of a dataset the splits only train on as auxiliary data "
+                        "(e.g. --data H100 --data H200 --aux-for h200 --splits h200:lomo): as `autoheur train "
+                        "--aux-rows` (default 512; 0: every row, which the list and nearest baselines "
+                        "need)")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_eval)

@@ -166,6 +166,16 @@ def cross_validate(
     return per_problem, summarize_splits(per_problem), fits
 
 
+def auxiliary_only(names: Sequence[str], splits: Sequence[str], aux_for: Sequence[str]) -> list[str]:
+    """The datasets of `names` that `splits` use only as auxiliary training data: no split of their own, no
+    cross-device split naming them, and another dataset of `aux_for` with a split of its own that trains on them.
+    `autoheur eval` loads these thinned, as `autoheur train --aux` loads its auxiliary data (data.AUX_ROWS)."""
+    if any(s in splits for s in ("group_kfold", "lomo", "cross_device")):
+        return []  # every dataset has a split of its own
+    used = {name for s in splits for name in (s.split("->") if "->" in s else [s.split(":")[0]])}
+    return [n for n in names if n not in used and any(a != n and a in used for a in aux_for)]
+
+
 def check_splits(splits: Sequence[str], datasets) -> None:
     """Split names: group_kfold, lomo and cross_device for every dataset (pair), or one dataset's within-device split
     (`h200:lomo`) or one pair's cross-device split (`h100->h200`), to rerun part of an evaluation."""

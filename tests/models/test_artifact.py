@@ -256,6 +256,33 @@ def test_train_cli_says_the_default_auxiliary_rows(capsys):
     assert f"default {AUX_ROWS}: models.data.AUX_ROWS" in " ".join(capsys.readouterr().out.split())
 
 
+def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, monkeypatch, capsys):
+    """`autoheur eval --aux-for h200 --splits h200:...`: the H100 set is only auxiliary training data there, and loads
+    thinned as `autoheur train --aux` loads it (the whole H100 set beside the H200's is more than a 24 GB host holds);
+    a model that reads every row of a problem is refused before anything loads; a set with a split of its own loads
+    whole."""
+    from pathlib import Path
+
+    from autoheur.models import data
+
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    real, loads = data.load_ranking_set, {}
+
+    def spy(path, allow_stale_kernel=False, thin=None):
+        loads[Path(path).name] = thin
+        return real(path, allow_stale_kernel, thin=thin)
+
+    monkeypatch.setattr(data, "load_ranking_set", spy)
+    args = ["eval", "--data", str(mini_dataset), "--data", str(h200), "--aux-for", "h200"]
+    assert main([*args, "--splits", "h200:group_kfold", "--models", "fixed_list"]) == 2
+    assert "--aux-rows 0" in capsys.readouterr().err and not loads
+    assert main([*args, "--splits", "h200:group_kfold", "--models", "xgb_ranker", "--aux-rows", "256"]) == 0
+    assert loads == {"h100-mini": 256, "h200-mini": None}
+    loads.clear()
+    assert main([*args, "--splits", "h200:group_kfold,h100->h200", "--models", "fixed_list"]) == 0
+    assert loads == {"h100-mini": None, "h200-mini": None}  # the H100 set is a cross-device split's training set
+
+
 def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
     """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
     figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""

@@ -7,6 +7,7 @@ import pandas as pd
 
 from autoheur.models.evaluate import (
     SUBSETS,
+    auxiliary_only,
     group_kfold,
     leave_one_family_out,
     run_split,
@@ -159,3 +160,14 @@ def test_cross_validate_runs_only_the_named_splits(h100_slice):
             cross_validate(sets, ["random"], bad, log=lambda s: None)
     with pytest.raises(ValueError, match="quote a cross-device split"):  # what an unquoted `h100->h200` leaves
         cross_validate(sets, ["random"], ("h200:lomo", "h100-"), log=lambda s: None)
+
+
+def test_auxiliary_only_names_the_datasets_the_splits_only_train_on():
+    names = ["h100", "h200"]
+    assert auxiliary_only(names, ["h200:lomo"], ["h200"]) == ["h100"]
+    assert auxiliary_only(names, ["h200:lomo", "h200:group_kfold"], ["h200"]) == ["h100"]
+    assert auxiliary_only(names, ["h200:lomo", "h100->h200"], ["h200"]) == []  # h100 trains a cross-device model
+    assert auxiliary_only(names, ["h200:lomo", "h100:group_kfold"], ["h200"]) == []  # a split of its own
+    assert auxiliary_only(names, ["lomo"], ["h200"]) == []  # every dataset's
+    assert auxiliary_only(names, ["h200:lomo"], []) == []  # no auxiliary data
+    assert auxiliary_only(names, ["h200:lomo"], ["h100"]) == []  # h100 would train on h200, but has no split
