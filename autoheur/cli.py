@@ -261,9 +261,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
         thin = auxiliary_only(list(paths), _csv(args.splits), args.aux_for or ())
         rows = (AUX_ROWS if args.aux_rows is None else args.aux_rows or None) if thin else None
-        if rows is not None and rows < 4:
-            raise ValueError(f"--aux-rows {rows}: expected at least 4 rows a problem, or 0 for all")
-        for name in models:  # before the data loads
+        for name in models:  # before the data loads (a model fits on more rows a problem than too few to load)
             check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
         sets = {name: load_ranking_set(d, args.allow_stale_kernel, thin=rows if name in thin else None)
                 for name, d in paths.items()}  # fmt: skip
