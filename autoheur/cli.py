@@ -72,8 +72,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
             problems = load_shapes(args.shapes)
         else:
             problems = workload(args.workload, args.count, args.seed, _csv(args.layouts), _csv(args.dtypes))
+        if args.only:
+            problems = _by_ids(problems, args.only, keep=True)
         if args.skip:
-            problems = _skip(problems, args.skip)
+            problems = _by_ids(problems, args.skip, keep=False)
     except (ShapesError, ValueError, FileNotFoundError) as exc:
         print(f"autoheur collect: {exc}", file=sys.stderr)
         return 2
@@ -115,15 +117,16 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 1 if summary.get("errors") else 0
 
 
-def _skip(problems: list, path: str) -> list:
-    """`collect --skip PATH`: drop the problems whose ids PATH holds (a dataset, or a file from `autoheur data ids`)."""
+def _by_ids(problems: list, path: str, keep: bool) -> list:
+    """`collect --only PATH` (keep=True) / `--skip PATH` (keep=False): keep / drop the problems whose ids PATH holds
+    (a dataset, or a file from `autoheur data ids`), the list's order kept."""
     from autoheur.collect.schema import problem_id
     from autoheur.collect.store import read_problem_ids
 
-    skip = read_problem_ids(path)
-    kept = [p for p in problems if problem_id(p) not in skip]
-    print(f"autoheur collect: --skip {path}: {len(problems) - len(kept)} of {len(problems)} problems left out",
-          file=sys.stderr)  # fmt: skip
+    ids = read_problem_ids(path)
+    kept = [p for p in problems if (problem_id(p) in ids) == keep]
+    print(f"autoheur collect: --{'only' if keep else 'skip'} {path}: {len(problems) - len(kept)} of {len(problems)} "
+          "problems left out", file=sys.stderr)  # fmt: skip
     return kept
 
 
@@ -481,6 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="leave out the problems already in PATH: a dataset directory, or a file of problem ids "
                           "(`autoheur data ids DATASET > FILE`), to go on with a list on a machine without the "
                           "dataset")  # fmt: skip
+    src.add_argument("--only", metavar="PATH",
+                     help="keep only the problems in PATH (as --skip reads it; both may be given), e.g. another "
+                          "GPU's dataset, to collect the problems of a list that it has")  # fmt: skip
     run = p.add_argument_group("run")
     run.add_argument("--out", help="dataset directory (default: data/<device-slug>)")
     run.add_argument("--new-dataset", action="store_true", help="move an existing dataset at --out aside, start anew")

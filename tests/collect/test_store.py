@@ -522,7 +522,7 @@ def test_a_part_pack_whose_rows_are_interleaved_reads_the_same(tmp_path):
     )
 
 
-# -- problem ids: `autoheur data ids`, `autoheur collect --skip` -------------------------------------------------------
+# -- problem ids: `autoheur data ids`, `autoheur collect --skip / --only` ----------------------------------------------
 
 
 def test_read_problem_ids_of_a_dataset_and_of_a_file(tmp_path):
@@ -564,6 +564,17 @@ def test_cli_data_ids_and_collect_skip(tmp_path, capsys):
         assert listed == [p.name for p in workload("backward", 12) if p not in problems[:3]]
         assert f"3 of {len(workload('backward', 12))} problems left out" in err
     assert main(["collect", "--workload", "backward", "--count", "12", "--dry-run", "--skip", str(tmp_path / "x")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    # --only keeps the listed problems, in the list's order; with --skip too, those of one dataset less another's
+    other = tmp_path / "other"
+    fill(other, problems[1:2])
+    for only, skip, want in ((ids, None, problems[:3]), (root, other, [problems[0], problems[2]])):
+        assert main(["collect", "--workload", "backward", "--count", "12", "--dry-run", "--only", str(only),
+                     *(["--skip", str(skip)] if skip else [])]) == 0  # fmt: skip
+        out, err = capsys.readouterr()
+        assert [line.rsplit(None, 1)[-1] for line in out.strip().splitlines()] == [p.name for p in want]
+        assert f"{len(workload('backward', 12)) - 3} of {len(workload('backward', 12))} problems left out" in err
+    assert main(["collect", "--workload", "backward", "--count", "12", "--dry-run", "--only", str(tmp_path / "x")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["data", "ids", str(tmp_path / "x")]) == 2
 
