@@ -198,6 +198,14 @@ class XGBRankerModel(_Boosted):
     # 10 88.02% / 88.00% against 87.83% / 88.10%, best-of-10 no worse) at 9-10% less fit time (BENCHMARKS.md,
     # "Learned ranking", stop 54 and 55).
     max_bin: int = 64
+    # Deeper and more trees than the shared 300 / 8, members and re-ranker alike, since stop 60: the cuts made for the
+    # H100 fit's 2 minutes on stops 32-58's slower hosts had cost (depth 7: -0.71 points at stop 54), and stop 59's
+    # host fits twice as fast. On the dev CV (the inner 5-fold of the H100 GroupKFold's first fold, 7,036 problems)
+    # 450 trees of depth 10 put the oracle in the top 10 of 89.16% / 89.37% of problems (seeds 0 / 1) against
+    # 88.26% / 88.26%, top-1 P10 0.957 / 0.958 against 0.955 / 0.955, at 1.7x the fit time; depth 10 alone and 450
+    # trees alone each gained about half as much (seed 0) (BENCHMARKS.md, "Learned ranking", stop 60).
+    n_estimators: int = 450
+    max_depth: int = 10
 
     def _route(self, X: np.ndarray) -> np.ndarray:
         """Per row (a problem's features are on each of its rows), the index of its expert: 0..len(experts)."""
@@ -857,6 +865,8 @@ FAMILY_PARAMS: dict[str, dict[str, dict]] = {
             "ignore_features": CRIT_FEATURES,
             "experts": (),  # one layout (2D x 3D) in its data, and the single model its figures were measured on
             "max_bin": 256,  # the bins its shipped model was fitted with (the triton family's 64 came later)
+            "n_estimators": 300,  # and its trees (the triton family's 450 of depth 10 came at stop 60)
+            "max_depth": 8,
         }
     }
 }
