@@ -269,7 +269,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sets = {name: load_ranking_set(d, args.allow_stale_kernel, thin=rows if name in thin else None)
                 for name, d in paths.items()}  # fmt: skip
         per_problem, summary, fits = cross_validate(
-            sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or ()
+            sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or (), fold_seed=args.fold_seed
         )
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
@@ -298,7 +298,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "wall seconds": round(time.time() - t0),
             "method": _EVAL_METHOD
             + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else "")
-            + (_EVAL_THIN.format(", ".join(thin), rows) if rows else ""),
+            + (_EVAL_THIN.format(", ".join(thin), rows) if rows else "")
+            + (_EVAL_FOLD_SEED.format(args.fold_seed) if args.fold_seed else ""),
         }
         try:
             from autoheur.models.report import write_report
@@ -328,6 +329,10 @@ _EVAL_METHOD = (
     "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
 )
 
+_EVAL_FOLD_SEED = (
+    " group_kfold's folds are drawn with seed {} here, not 0 (the draw `autoheur train` reports): the same procedure "
+    "on another split of the same problems."
+)
 _EVAL_THIN = (
     " The auxiliary-only datasets ({}) loaded thinned to {} rows a problem (its fastest quarter and a seeded sample of "
     "the rest), as `autoheur train --aux` loads them."
@@ -575,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(e.g. --data H100 --data H200 --aux-for h200 --splits h200:lomo): as `autoheur train "
                         "--aux-rows` (default 512; 0: every row, which the list and nearest baselines "
                         "need)")  # fmt: skip
+    p.add_argument("--fold-seed", type=int, default=0,
+                   help="the seed of group_kfold's shuffled folds (default 0, the draw `autoheur train` reports; "
+                        "another gives the same procedure on another split of the problems)")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_eval)

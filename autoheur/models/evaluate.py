@@ -126,11 +126,13 @@ def cross_validate(
     log=print,
     params: dict[str, dict] | None = None,
     aux_for: Sequence[str] = (),
+    fold_seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
     """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet);
     `params`: model name -> hyperparameter overrides. `aux_for`: the datasets whose within-device splits also train
     on the other datasets as auxiliary data (as `autoheur train --aux` does); the cross-device splits never do, since
-    the auxiliary data would hold the test device's own timings."""
+    the auxiliary data would hold the test device's own timings. `fold_seed`: the GroupKFold draw (0 is the one
+    `autoheur train` reports), to see how much a figure such as the min moves with the problems a fold holds out."""
     unknown = sorted(set(aux_for) - set(datasets))
     if unknown:
         raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
@@ -143,7 +145,8 @@ def cross_validate(
     for dname, rs in datasets.items():
         aux = [other for name, other in datasets.items() if name != dname] if dname in aux_for else []
         if wants("group_kfold", dname):
-            r, f = run_split(f"{dname}:group_kfold", group_kfold(rs), rs, rs, models, log, params, aux=aux)
+            folds = group_kfold(rs, seed=fold_seed)
+            r, f = run_split(f"{dname}:group_kfold", folds, rs, rs, models, log, params, aux=aux)
             rows.append(r)
             fits += f
         if wants("lomo", dname):

@@ -162,6 +162,22 @@ def test_cross_validate_runs_only_the_named_splits(h100_slice):
         cross_validate(sets, ["random"], ("h200:lomo", "h100-"), log=lambda s: None)
 
 
+def test_cross_validate_fold_seed_draws_other_folds_of_the_same_problems(h100_slice):
+    from autoheur.models.evaluate import cross_validate
+
+    def folds(seed):
+        sets = {"h100": h100_slice}
+        pp, _, _ = cross_validate(sets, ["random"], ("group_kfold",), log=lambda s: None, fold_seed=seed)
+        return pp.set_index("problem_id")["fold"].sort_index()
+
+    default, again, other = folds(0), folds(0), folds(1)
+    assert default.index.is_unique and other.index.is_unique  # each problem held out exactly once
+    assert sorted(other.index) == sorted(h100_slice.problems) == sorted(default.index)
+    assert default.equals(again)
+    assert not default.equals(other)  # the seed reaches the split: another draw
+    assert sorted(other.value_counts()) == sorted(default.value_counts())  # GroupKFold's balanced fold sizes
+
+
 def test_auxiliary_only_names_the_datasets_the_splits_only_train_on():
     names = ["h100", "h200"]
     assert auxiliary_only(names, ["h200:lomo"], ["h200"]) == ["h100"]
