@@ -256,6 +256,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
     t0 = time.time()
     try:
+        if not 0 <= args.fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
+            raise ValueError(f"--fold-seed {args.fold_seed}: expected 0 to 2**32 - 1")
         families = {DatasetStore.load(d).meta.family for d in args.data}
         if len(families) > 1:
             raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")

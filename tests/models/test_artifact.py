@@ -141,6 +141,12 @@ def test_dataset_of_another_kernel_source_is_refused_unless_allowed(mini_dataset
     assert "another kernel" in capsys.readouterr().err
 
 
+def test_eval_refuses_a_negative_fold_seed_before_loading(tmp_path, capsys):
+    missing = tmp_path / "no-such-dataset"  # never read: the seed is refused first
+    assert main(["eval", "--data", str(missing), "--splits", "group_kfold", "--fold-seed", "-1"]) == 2
+    assert "--fold-seed -1: expected 0 to 2**32 - 1" in capsys.readouterr().err
+
+
 def test_corrupt_or_missing_model_is_refused(trained, tmp_path):
     _, path = trained
     bad = tmp_path / "cut.joblib"
