@@ -73,6 +73,31 @@ def tile_capped(frame: pd.DataFrame, cap: int, k: int = 10) -> np.ndarray:
     return out
 
 
+def list_row(pp: pd.DataFrame) -> dict:
+    """The figures of one way of filling the top 10, from `metrics.evaluate`'s per-problem frame."""
+    s = summarize(pp)
+    return {
+        "best10": [round(s[f"eff_best10_{q}"], 4) for q in ("geomean", "p10", "min")],
+        "hit": round(s["oracle_in_top10"], 4),
+        "under_0.95": int((pp["eff_best10"] < 0.95).sum()),
+        "under_0.97": int((pp["eff_best10"] < 0.97).sum()),
+    }
+
+
+def record(rows: list[dict], row: dict) -> None:
+    """Keep one way's figures and print them as a JSON line."""
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def write_rows(rows: list[dict], out: str | None) -> int:
+    """All ways' figures to `out` (a JSON list), when given; the script's exit status."""
+    if out:
+        with open(out, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scores", nargs="+", help="parquet files of dev_cv.py --scores")
@@ -92,23 +117,14 @@ def main(argv=None) -> int:
         for way, h in ways:
             score = hedged(frame, lists, h) if way == "hedge" else tile_capped(frame, h)
             pp = evaluate(frame.assign(score=score))
-            s = summarize(pp)
             small = pp["oracle_ms"] < 0.025
             row = {
-                "scores": path, way: h,
-                "best10": [round(s[f"eff_best10_{q}"], 4) for q in ("geomean", "p10", "min")],
-                "hit": round(s["oracle_in_top10"], 4),
-                "under_0.95": int((pp["eff_best10"] < 0.95).sum()),
-                "under_0.97": int((pp["eff_best10"] < 0.97).sum()),
+                "scores": path, way: h, **list_row(pp),
                 "min_from_0.025ms": round(float(pp.loc[~small, "eff_best10"].min()), 4),
                 "hit_2d2d": round(float(pp["oracle_in_top10"][kind.reindex(pp.index) == "sampled/2d2d"].mean()), 4),
             }  # fmt: skip
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+            record(rows, row)
+    return write_rows(rows, args.out)
 
 
 if __name__ == "__main__":

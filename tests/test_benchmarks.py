@@ -189,6 +189,35 @@ def test_tile_cap_skips_a_full_tile(list_fill):
     assert order == [ids[0], ids[1], ids[3], ids[2]]  # the third 64x64 config waits until the list is full
 
 
+def test_two_rounds_fill_the_rest_around_the_first_rounds_fastest():
+    adaptive = _load("adaptive_list")
+    ids = [
+        "m64n64k32s2w4g1-ptr",  # 0: round 1, slow
+        "m128n64k32s2w4g1-ptr",  # 1: round 1, the fastest of it
+        "m64n128k32s2w4g1-ptr",  # 2: the ranker's 3rd, neither tile nor one change from 1
+        "m128n64k64s3w4g1-ptr",  # 3: tile of 1, two changes
+        "m128n64k32s2w8g1-ptr",  # 4: tile of 1, one change
+        "m128n128k32s2w4g1-ptr",  # 5: one change from 1 (block_n), another tile
+    ]
+    f = pd.DataFrame({
+        "problem_id": "p", "config_id": ids, "score": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0],
+        "median_ms": [2.0, 1.0, 0.5, 3.0, 3.0, 3.0], "status": "ok",
+    })  # fmt: skip
+    params = adaptive.config_table(f["config_id"].to_numpy()).to_numpy(dtype=object)
+
+    def top(first, around, k=4):
+        score = adaptive.two_rounds(f, params, first, around, k=k)
+        return np.argsort(-score, kind="stable").tolist()
+
+    assert top(2, "tile") == [0, 1, 3, 4, 2, 5]  # the ranker's 3rd (the true best) gives way to config 1's tile
+    assert top(2, "one") == [0, 1, 4, 5, 2, 3]
+    assert top(2, "tile_one") == [0, 1, 3, 4, 2, 5]
+    assert top(4, "tile") == [0, 1, 2, 3, 4, 5]  # no second round: the ranker's order
+    assert top(2, "tile", k=6) == [0, 1, 3, 4, 2, 5]  # too few neighbours: the ranker's next fill the list
+    with pytest.raises(ValueError, match="around"):
+        adaptive.two_rounds(f, params, 2, "nowhere", k=4)
+
+
 def test_by_kind_groups_the_backward_problems_apart():
     by_kind = _load("by_kind")
     assert [by_kind.kind(n) for n in ("qwen3-30b-a3b/gate_up/t16/zipf/grad_a", "mixtral-8x7b/down/t1/uniform/grad_b",
