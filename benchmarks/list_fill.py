@@ -1,15 +1,19 @@
-"""How the top 10 is filled: the ranker's best 10, its best 10 - h and h "hedge" configs, or a capped tile count.
+"""How the top 10 is filled: the ranker's best 10, its best 10 - h and h "hedge" configs, a capped tile count, or
+a tail without twins.
 
 Hedge (`--hedges`): the hedge configs are the first h of the fixed list (the greedy cover of the training problems,
 the `fixed_list` baseline) that the ranker's part leaves out. Tile cap (`--tile-caps`): the ranker's order, skipping
 a config while c of the list already share its output tile (block_m, block_n), so that the 10 span more tiles.
+Distinct tail (`--distinct-after`): the ranker's best j, then its next configs less any that differs from one already
+listed only in group_m or warp specialization (its "twin"), so that the last 10 - j slots go to other configs.
 
 On the dev set only: the held-out scores that `benchmarks/dev_cv.py --scores DIR` writes, each inner fold's list
 fitted on that fold's training problems (the dev set's other inner folds), so nothing here reads a problem that
 `autoheur eval` reports on, and nothing is fitted again.
 
     python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base --seeds 0,1 --jobs 2 --scores DIR
-    python benchmarks/list_fill.py DIR/base_seed0.parquet DIR/base_seed1.parquet [--hedges 0,1,2,3] [--tile-caps 3,4]
+    python benchmarks/list_fill.py DIR/base_seed0.parquet DIR/base_seed1.parquet [--hedges 0,1,2,3] [--tile-caps 3,4] \
+        [--distinct-after 6,8]
 """
 
 from __future__ import annotations
@@ -73,6 +77,30 @@ def tile_capped(frame: pd.DataFrame, cap: int, k: int = 10) -> np.ndarray:
     return out
 
 
+def twin_key(config_ids: pd.Series) -> pd.Series:
+    """A config id less its group_m and warp-specialization parts: configs with one key differ in those alone."""
+    return config_ids.str.replace(r"g\d+", "", regex=True).str.replace("-ws", "", regex=False)
+
+
+def distinct_tail(frame: pd.DataFrame, keep: int, k: int = 10) -> np.ndarray:
+    """Scores whose top k is the ranker's best `keep`, then its next configs less any that differs from one already
+    listed only in group_m or warp specialization (`twin_key`); the rest below them, in the ranker's order."""
+    out = frame["score"].to_numpy(dtype=float).copy()
+    keys = twin_key(frame["config_id"]).to_numpy()
+    for idx in frame.groupby("problem_id", sort=False).indices.values():
+        order = idx[np.argsort(-out[idx], kind="stable")]
+        lead = list(order[:keep])
+        seen = {keys[i] for i in lead}
+        for i in order[keep:]:
+            if len(lead) >= k:
+                break
+            if keys[i] not in seen:
+                lead.append(i)
+                seen.add(keys[i])
+        _ranked(out, order, lead)
+    return out
+
+
 def list_row(pp: pd.DataFrame) -> dict:
     """The figures of one way of filling the top 10, from `metrics.evaluate`'s per-problem frame."""
     s = summarize(pp)
@@ -103,6 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("scores", nargs="+", help="parquet files of dev_cv.py --scores")
     ap.add_argument("--hedges", default="0,1,2,3")
     ap.add_argument("--tile-caps", default="", help="e.g. 3,4,5 (empty: none)")
+    ap.add_argument("--distinct-after", default="", help="e.g. 6,8 (empty: none): distinct_tail after that many")
     ap.add_argument("--list-len", type=int, default=10, help="length of each fold's fixed list")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -114,8 +143,14 @@ def main(argv=None) -> int:
         kind = frame.groupby("problem_id", sort=False)["problem_name"].first().str.split("/").str[:2].str.join("/")
         ways = [("hedge", int(x)) for x in args.hedges.split(",") if x]
         ways += [("tile_cap", int(x)) for x in args.tile_caps.split(",") if x]
+        ways += [("distinct_after", int(x)) for x in args.distinct_after.split(",") if x]
         for way, h in ways:
-            score = hedged(frame, lists, h) if way == "hedge" else tile_capped(frame, h)
+            if way == "hedge":
+                score = hedged(frame, lists, h)
+            elif way == "tile_cap":
+                score = tile_capped(frame, h)
+            else:
+                score = distinct_tail(frame, h)
             pp = evaluate(frame.assign(score=score))
             small = pp["oracle_ms"] < 0.025
             row = {

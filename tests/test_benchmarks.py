@@ -189,6 +189,27 @@ def test_tile_cap_skips_a_full_tile(list_fill):
     assert order == [ids[0], ids[1], ids[3], ids[2]]  # the third 64x64 config waits until the list is full
 
 
+def test_distinct_tail_skips_twins_only_after_the_kept_head(list_fill):
+    ids = [
+        "m64n64k32s2w4g1-ptr",  # 0
+        "m64n64k32s2w4g8-ptr",  # 1: twin of 0 (group_m), inside the kept head
+        "m64n64k32s2w4g8-tma-ws",  # 2: not a twin (load path)
+        "m64n64k32s2w4g1-tma",  # 3: twin of 2 (warp specialization and group_m)
+        "m64n64k64s2w4g1-ptr",  # 4: not a twin (block_k)
+        "m64n64k64s2w4g8-ptr",  # 5: twin of 4
+        "m64n64k32s3w4g1-ptr",  # 6: not a twin (stages)
+    ]
+    f = pd.DataFrame({"problem_id": "p", "config_id": ids, "score": np.arange(7, 0, -1.0)})
+    assert list_fill.twin_key(f["config_id"]).tolist()[:4] == ["m64n64k32s2w4-ptr"] * 2 + ["m64n64k32s2w4-tma"] * 2
+
+    def order(keep, k):
+        return np.argsort(-list_fill.distinct_tail(f, keep, k=k), kind="stable").tolist()
+
+    assert order(2, 5) == [0, 1, 2, 4, 6, 3, 5]  # twins 3 and 5 give way, then follow in the ranker's order
+    assert order(5, 5) == list(range(7))  # nothing after the head: the ranker's order
+    assert order(0, 3) == [0, 2, 4, 1, 3, 5, 6]
+
+
 def test_two_rounds_fill_the_rest_around_the_first_rounds_fastest():
     adaptive = _load("adaptive_list")
     ids = [
