@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.kernels.config import KernelConfig  # noqa: E402
 from autoheur.models.metrics import evaluate  # noqa: E402
-from benchmarks.list_fill import list_row, record, write_rows  # noqa: E402
+from benchmarks.list_fill import _ranked, list_row, record, write_rows  # noqa: E402
 
 FIELDS = ("block_m", "block_n", "block_k", "num_stages", "num_warps", "group_m", "load", "warp_specialize")
 
@@ -71,11 +71,7 @@ def two_rounds(frame: pd.DataFrame, params: np.ndarray, first: int, around: str,
         near = neighbours(params[order], int(np.flatnonzero(order == best)[0]), around)
         taken = set(lead)
         extra = [i for i, m in zip(order, near, strict=True) if m and i not in taken][: k - first]
-        chosen = lead + extra
-        taken |= set(extra)
-        rest = [i for i in order if i not in taken]
-        for pos, i in enumerate(chosen + rest):
-            out[i] = -float(pos)
+        _ranked(out, order, lead + extra)
     return out
 
 
