@@ -265,6 +265,10 @@ class XGBRankerModel(_Boosted):
             raise ValueError(f"members={self.members!r}: expected one or more of {OBJECTIVES}")
         if not 0 < self.aux_share <= 1:
             raise ValueError(f"aux_share={self.aux_share!r}: expected a share in (0, 1]")
+        if isinstance(self.distinct_after, bool) or not isinstance(self.distinct_after, numbers.Integral):
+            raise ValueError(f"distinct_after={self.distinct_after!r}: expected a count of list slots (0: off)")
+        if self.distinct_after < 0:
+            raise ValueError(f"distinct_after={self.distinct_after!r}: expected a count of list slots (0: off)")
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
         if self.objective == "auto":
@@ -476,6 +480,18 @@ class XGBRankerModel(_Boosted):
     # less on top-1); on the H200's dev CV (its H100 auxiliary data too) 91.61% -> 91.96%, top-1 P10 0.9474 -> 0.9559
     # (BENCHMARKS.md, "Learned ranking", stop 59).
     train_near_pct: int = 2
+    # The list's last slots without twins: the top `distinct_len` is the model's best `distinct_after`, then its next
+    # configs less any that differs from one already listed only in group_m and/or warp specialization (its "twin",
+    # `twin_keys`); the twins it skips come after them, in the model's order (0: the model's order as it is). Why 8
+    # (stop 63): a config's twins time alike more often than not, so a twin in slots 9-10 rarely adds a config the
+    # list lacks, and 88% of the dev set's lists of 10 held one (2.7 slots a problem). On the dev CV (inner 5-fold of
+    # the H100 GroupKFold's first fold, 7,036 problems, the same fits' scores) the best-of-10 under 0.95 fell 17 -> 12
+    # (seed 0) and 16 -> 12 (seed 1), under 0.97 50 -> 37 and 43 -> 37, the geomean +0.0002 / +0.0001, the oracle in
+    # the top 10 89.2% -> 89.3% and 89.4% -> 89.2%; the top 1 is untouched (benchmarks/list_fill.py
+    # --distinct-after; BENCHMARKS.md, "Learned ranking", stop 62). It reorders scores only (PREDICTION_SETTINGS);
+    # a model saved before it existed is loaded with it off (artifact.TrainedModel.load), as its figures were measured.
+    distinct_after: int = 8
+    distinct_len = 10
 
     def _near_best(self, X: np.ndarray, groups: list[np.ndarray]) -> list[np.ndarray] | None:
         """`groups` cut to their near-best configs (near_best_pct), or None when nothing is cut. A problem keeps all
@@ -526,7 +542,7 @@ class XGBRankerModel(_Boosted):
             full += [booster_predict(m.get_booster(), Xs) for m in members[1:]]
         if len(full) == 1:
             out[rows] = full[0]
-            return self._rerank(X, picked, out)
+            return self._distinct_tail(X, picked, self._rerank(X, picked, out))
         start = 0
         for idx in picked:  # per problem: the members' standardized scores summed, the lead's best first
             part = slice(start, start + len(idx))
@@ -534,7 +550,34 @@ class XGBRankerModel(_Boosted):
             blend = sum(_standardized(f[part]) for f in full)
             blend[np.argmax(full[0][part])] = blend.max() + 1.0
             out[idx] = blend
-        return self._rerank(X, picked, out)
+        return self._distinct_tail(X, picked, self._rerank(X, picked, out))
+
+    def _distinct_tail(self, X: np.ndarray, groups: list[np.ndarray], out: np.ndarray) -> np.ndarray:
+        """`out` with each problem's top `distinct_len` re-filled after its best `distinct_after` (see there): those
+        configs are lifted above the problem's best score, in list order; every other score stays as it was."""
+        keep, k = self.distinct_after, self.distinct_len
+        if not keep or keep >= k:
+            return out
+        for idx in groups:
+            if len(idx) <= keep:
+                continue
+            order = idx[np.argsort(-out[idx], kind="stable")]
+            head = order[: 4 * k] if len(order) > 4 * k else order  # twins are few: the list fills within its head
+            keys = twin_keys(X[head]).tolist()
+            lead = list(range(keep))
+            seen = set(keys[:keep])
+            for pos in range(keep, len(head)):
+                if len(lead) == k:
+                    break
+                if keys[pos] not in seen:
+                    lead.append(pos)
+                    seen.add(keys[pos])
+            if lead == list(range(len(lead))):  # no twin skipped: the order is already the list
+                continue
+            top = out[idx].max()
+            for rank, pos in enumerate(lead):
+                out[head[pos]] = top + (len(lead) - rank)
+        return out
 
     def predict(self, data: RankingSet) -> np.ndarray:
         if getattr(self, "experts_", None):  # models pickled before the field have none
@@ -555,7 +598,7 @@ class XGBRankerModel(_Boosted):
 
 # What changes how a fitted XGBRankerModel scores, not how it fits: its two-stage scoring's coarse trees and shortlist,
 # its re-ranked head and its near-best cut (benchmarks/dev_cv.py's SCORING variants, predict_latency.py --compare).
-PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top", "near_best_pct")
+PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top", "near_best_pct", "distinct_after")
 
 
 def set_prediction(model, **settings) -> None:
@@ -575,6 +618,14 @@ _CONFIG_ID_COLUMNS = [FEATURE_NAMES.index(f) for f in (
 
 
 _KEY_PLACES = 64.0 ** np.arange(len(_CONFIG_ID_COLUMNS))  # exact in float64: the largest key is under 2^48
+# The same less group_m and warp specialization: configs of one twin key differ in those alone.
+_TWIN_COLUMNS = [c for c in _CONFIG_ID_COLUMNS if FEATURE_NAMES[c] not in ("log2_group_m", "warp_specialize")]
+
+
+def twin_keys(X: np.ndarray) -> np.ndarray:
+    """One int64 per row of X (configs, as feature rows): equal for configs that differ only in group_m and/or warp
+    specialization (block sizes, stages, warps and load path alike)."""
+    return (np.rint(X[:, _TWIN_COLUMNS]) @ _KEY_PLACES[: len(_TWIN_COLUMNS)]).astype(np.int64)
 
 
 def config_keys(X: np.ndarray, rows: np.ndarray | None = None, chunk: int = 1 << 20) -> np.ndarray:
@@ -867,6 +918,7 @@ FAMILY_PARAMS: dict[str, dict[str, dict]] = {
             "max_bin": 256,  # the bins its shipped model was fitted with (the triton family's 64 came later)
             "n_estimators": 300,  # and its trees (the triton family's 450 of depth 10 came at stop 60)
             "max_depth": 8,
+            "distinct_after": 0,  # the twin-free tail was measured on the triton family's configs only
         }
     }
 }

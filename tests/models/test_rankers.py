@@ -681,3 +681,60 @@ def test_near_rows_without_a_near_best_config_are_none(h100_slice):
     model = XGBRankerModel()
     model.near_keys_, model.near_rel_ = np.array([], dtype=np.int64), np.array([], dtype=np.float32)
     assert not model._near_rows(h100_slice.X[:5], 2, None).any()
+
+
+def _twin(config_id: str) -> str:
+    """A config id less its group_m and warp-specialization parts (as benchmarks/list_fill.py's twin_key)."""
+    import re
+
+    return re.sub(r"g\d+", "", config_id).replace("-ws", "")
+
+
+def test_twin_keys_are_config_ids_less_group_m_and_warp_specialization(h100_slice):
+    from autoheur.models.rankers import twin_keys
+
+    ids = h100_slice.frame["config_id"].to_numpy()
+    keys = twin_keys(h100_slice.X)
+    by_key = pd.Series([_twin(c) for c in ids]).groupby(keys).nunique()
+    by_twin = pd.Series(keys).groupby([_twin(c) for c in ids]).nunique()
+    assert (by_key == 1).all() and (by_twin == 1).all()  # one twin key per stripped id and the reverse
+    assert len(by_key) < len(np.unique(ids))  # the slice has twins
+
+
+def test_distinct_tail_fills_the_last_slots_with_the_next_configs_that_are_no_twins(h100_slice):
+    """With distinct_after = j (default 8), each problem's top 10 is the model's best j, then its next configs whose
+    twin key no listed config has; every other config keeps its score. 0, or j >= distinct_len: the plain order."""
+    pids = h100_slice.problems
+    m = XGBRankerModel(experts=(), n_estimators=20, max_depth=3, n_jobs=1, rerank_top=12)
+    m.fit(h100_slice.subset(pids[:20]))
+    test = h100_slice.subset(pids[20:])
+    assert XGBRankerModel.distinct_after == 8 and m.distinct_len == 10  # the defaults
+    m.distinct_after = 0
+    plain = m.predict(test)
+    m.distinct_after = 10
+    np.testing.assert_array_equal(m.predict(test), plain)
+    changed = 0
+    for j in (8, 5):
+        m.distinct_after = j
+        tail = m.predict(test)
+        ids = test.frame["config_id"].to_numpy()
+        for idx in test.frame.groupby("problem_id", sort=False).indices.values():
+            order = idx[np.argsort(-plain[idx], kind="stable")]
+            want = list(order[:j])
+            for i in order[j:]:
+                if len(want) == 10:
+                    break
+                if _twin(ids[i]) not in {_twin(ids[w]) for w in want}:
+                    want.append(i)
+            got = idx[np.argsort(-tail[idx], kind="stable")]
+            assert list(got[:10]) == want
+            rest = np.setdiff1d(idx, want)
+            np.testing.assert_array_equal(tail[rest], plain[rest])
+            changed += want != list(order[:10])
+    assert changed  # some list of the slice had a twin to skip
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "8"])
+def test_distinct_after_must_be_a_count_of_slots(bad, h100_slice):
+    with pytest.raises(ValueError, match="distinct_after"):
+        XGBRankerModel(experts=(), n_estimators=2, distinct_after=bad).fit(h100_slice.subset(h100_slice.problems[:4]))
