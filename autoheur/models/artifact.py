@@ -149,13 +149,7 @@ class TrainedModel:
         if problems:
             raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {RETRAIN}")
         stale_kernel_warning(meta, path)
-        ranker = blob["ranker"]
-        if hasattr(type(ranker), "distinct_after") and "distinct_after" not in vars(ranker):
-            # saved before the twin-free tail: it scores as it did when its held-out figures were measured
-            from autoheur.models.rankers import set_prediction
-
-            set_prediction(ranker, distinct_after=0)
-        return cls(ranker, meta)
+        return cls(blob["ranker"], meta)
 
 
 def stale_kernel_warning(meta: dict, path) -> None:

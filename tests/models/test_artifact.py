@@ -125,19 +125,22 @@ def test_model_of_another_kernel_source_loads_with_a_warning(trained, tmp_path):
         TrainedModel.load(stale)
 
 
-def test_model_saved_before_the_twin_free_tail_loads_with_it_off(trained, tmp_path):
-    """The tail is recorded with the model (its params) and loaded as saved; a model pickled before the field existed
-    (no `distinct_after` on it or its experts) scores as its figures were measured: without the tail."""
+def test_the_twin_free_tail_is_saved_with_the_model(trained, tmp_path):
+    """`distinct_after` is in the model's params (0, the default) and a model saved with it set loads with it set, on
+    each expert too; a model pickled before the field existed (none on it or its experts) loads with it off."""
+    from autoheur.models.rankers import set_prediction
+
     model, path = trained
-    assert model.meta["params"]["distinct_after"] == 8
-    assert TrainedModel.load(path).ranker.distinct_after == 8
+    assert model.meta["params"]["distinct_after"] == 0
     blob = joblib.load(path)
+    set_prediction(blob["ranker"], distinct_after=8)
+    joblib.dump(blob, tmp_path / "tail.joblib")
+    loaded = TrainedModel.load(tmp_path / "tail.joblib").ranker
+    assert [m.distinct_after for m in [loaded, *loaded.experts_.values()]] == [8] * (1 + len(loaded.experts_))
     for m in [blob["ranker"], *blob["ranker"].experts_.values()]:
         del m.__dict__["distinct_after"]
-        assert m.distinct_after == 8  # the class default, which the load must not let through
-    old = tmp_path / "old.joblib"
-    joblib.dump(blob, old)
-    loaded = TrainedModel.load(old).ranker
+    joblib.dump(blob, tmp_path / "old.joblib")
+    loaded = TrainedModel.load(tmp_path / "old.joblib").ranker
     assert [m.distinct_after for m in [loaded, *loaded.experts_.values()]] == [0] * (1 + len(loaded.experts_))
 
 
@@ -260,7 +263,6 @@ def test_train_applies_the_family_defaults(tmp_path):
     assert tuple(model.ranker.relevance) == RELEVANCE_THRESHOLDS  # the 6 grades its shipped model was trained on
     assert model.ranker.rerank_top == 0 and model.ranker.reranker_ is None  # nor a near-best re-ranker
     assert model.ranker.experts == () and model.ranker.experts_ is None  # one model, as its shipped one
-    assert model.ranker.distinct_after == 0  # the twin-free tail was measured on the triton family only
     forced = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params={**small, "objective": ENSEMBLE})
     assert forced.meta["objective"] == ENSEMBLE  # explicit parameters still win
 
@@ -271,7 +273,6 @@ def test_the_triton_family_trains_the_ensemble(trained):
     for expert in model.ranker.experts_.values():  # one per layout kind the training data has
         assert len(expert.members_) == 1 and tuple(expert.relevance) == TRAIN_RELEVANCE  # the lead alone
         assert expert.rerank_top == 48 and expert.reranker_ is not None
-        assert expert.distinct_after == 8  # each expert scores its problems with the twin-free tail
 
 
 def test_train_cli_says_the_default_auxiliary_rows(capsys):

@@ -702,14 +702,13 @@ def test_twin_keys_are_config_ids_less_group_m_and_warp_specialization(h100_slic
 
 
 def test_distinct_tail_fills_the_last_slots_with_the_next_configs_that_are_no_twins(h100_slice):
-    """With distinct_after = j (default 8), each problem's top 10 is the model's best j, then its next configs whose
-    twin key no listed config has; every other config keeps its score. 0, or j >= distinct_len: the plain order."""
+    """With distinct_after = j (default 0: off), each problem's top 10 is the model's best j, then its next configs
+    whose twin key no listed config has; every other config keeps its score. j >= distinct_len: the plain order."""
     pids = h100_slice.problems
     m = XGBRankerModel(experts=(), n_estimators=20, max_depth=3, n_jobs=1, rerank_top=12)
     m.fit(h100_slice.subset(pids[:20]))
     test = h100_slice.subset(pids[20:])
-    assert XGBRankerModel.distinct_after == 8 and m.distinct_len == 10  # the defaults
-    m.distinct_after = 0
+    assert m.distinct_after == 0 and m.distinct_len == 10  # the defaults
     plain = m.predict(test)
     m.distinct_after = 10
     np.testing.assert_array_equal(m.predict(test), plain)
