@@ -579,3 +579,29 @@ def test_dev_cv_scoring_variants_score_the_same_fits(monkeypatch):
     assert (base["variant"], flipped["variant"]) == ("oracle", "oracle_flip")
     assert base["hit"] == 1.0 and base["top1"][0] == 1.0
     assert flipped["top1"][0] < 1.0
+
+
+def _pp(effs: dict[str, tuple[float, float]], model: str = "xgb_ranker") -> pd.DataFrame:
+    """Per-problem rows (problem -> (best-of-10, top-1)) as `autoheur train --heldout-problems` writes them."""
+    return pd.DataFrame([
+        {"model": model, "problem_id": p, "problem_name": f"n/{p}", "eff_best10": b, "eff_top1": t, "eff_best5": b,
+         "oracle_in_top10": b == 1.0, "ndcg10": 1.0, "kendall_tau": 0.0, "oracle_ms": 0.1}
+        for p, (b, t) in effs.items()
+    ])  # fmt: skip
+
+
+def test_paired_counts_gains_losses_and_the_largest_loss_on_shared_problems(tmp_path):
+    paired = _load("paired")
+    a = _pp({"p": (1.0, 0.9), "q": (0.94, 0.94), "r": (0.96, 0.8), "s": (1.0, 1.0)})
+    b = _pp({"p": (0.98, 0.9), "q": (1.0, 0.94), "r": (0.99, 0.7), "t": (0.5, 0.5)})  # s only in a, t only in b
+    (tmp_path / "a.csv").write_text(a.to_csv(index=False))
+    (tmp_path / "b.csv").write_text(b.to_csv(index=False))
+    assert paired.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--out", str(tmp_path / "o.json")]) == 0
+    out = json.loads((tmp_path / "o.json").read_text())
+    assert out["problems"] == 3 and out["only_a"] == 1 and out["only_b"] == 1
+    assert out["b_better"] == 2 and out["b_worse"] == 1 and out["top1_changed"] == 1
+    assert out["largest_loss"] == {"problem": "n/p", "best10": [1.0, 0.98]}
+    assert out["a"]["under_0.95"] == 1 and out["a"]["under_0.97"] == 2 and out["b"]["under_0.97"] == 0
+    assert out["a"]["best10"][2] == 0.94 and out["b"]["best10"][2] == 0.98 and out["a"]["hit"] == round(1 / 3, 4)
+    with pytest.raises(SystemExit, match="no rows of model"):
+        paired.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--model", "nearest"])
