@@ -1,11 +1,14 @@
-"""What the benchmarks share: the record of where and how a run was taken (GPU or CPU), and the geometric mean."""
+"""What the benchmarks share: the record of where and how a run was taken (GPU or CPU), the geometric mean, and a
+result printed and written as JSON."""
 
 from __future__ import annotations
 
+import json
 import math
 import platform
 import sys
 import time
+from pathlib import Path
 
 
 def run_env() -> dict:
@@ -36,3 +39,12 @@ def geomean(xs) -> float:
     """Geometric mean; NaN for no values, and a NaN among them stays NaN (a failed measurement shows, not vanishes)."""
     xs = list(xs)
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
+
+
+def print_json(result, out: str | None = None) -> int:
+    """`result` printed as indented JSON, and written to `out` too when given; the script's exit status (0)."""
+    text = json.dumps(result, indent=1)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")
+    return 0

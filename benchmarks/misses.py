@@ -14,7 +14,6 @@ where the oracle ranked, and how far the best of the 10 is from it (best-of-10 e
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autoheur.kernels.config import KernelConfig  # noqa: E402
 from autoheur.models.metrics import evaluate  # noqa: E402
 from benchmarks.by_kind import kind as problem_kind  # noqa: E402
+from benchmarks.common import print_json  # noqa: E402
 from benchmarks.dev_cv import oracle_rank  # noqa: E402
 
 FIELDS = {
@@ -89,12 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("scores", help="a dev_cv.py --scores parquet")
     ap.add_argument("--out", help="write the summary JSON here")
     args = ap.parse_args(argv)
-    result = summary(misses(pd.read_parquet(args.scores)))
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return 0
+    return print_json(summary(misses(pd.read_parquet(args.scores))), args.out)
 
 
 if __name__ == "__main__":

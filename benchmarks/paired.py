@@ -12,7 +12,6 @@ with the largest loss.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.models.metrics import summarize  # noqa: E402
+from benchmarks.common import print_json  # noqa: E402
 
 
 def read(path: str, model: str) -> pd.DataFrame:
@@ -74,11 +74,7 @@ def main(argv=None) -> int:
     a, b = read(args.a, args.model), read(args.b, args.model)
     out = paired(a, b, args.tol)
     out["only_a"], out["only_b"] = len(a.index.difference(b.index)), len(b.index.difference(a.index))
-    text = json.dumps(out, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return 0
+    return print_json(out, args.out)
 
 
 if __name__ == "__main__":
