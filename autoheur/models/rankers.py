@@ -265,10 +265,9 @@ class XGBRankerModel(_Boosted):
             raise ValueError(f"members={self.members!r}: expected one or more of {OBJECTIVES}")
         if not 0 < self.aux_share <= 1:
             raise ValueError(f"aux_share={self.aux_share!r}: expected a share in (0, 1]")
-        if isinstance(self.distinct_after, bool) or not isinstance(self.distinct_after, numbers.Integral):
-            raise ValueError(f"distinct_after={self.distinct_after!r}: expected a count of list slots (0: off)")
-        if self.distinct_after < 0:
-            raise ValueError(f"distinct_after={self.distinct_after!r}: expected a count of list slots (0: off)")
+        after = self.distinct_after
+        if isinstance(after, bool) or not isinstance(after, numbers.Integral) or after < 0:
+            raise ValueError(f"distinct_after={after!r}: expected a count of list slots (0: off)")
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
         if self.objective == "auto":
@@ -599,7 +598,8 @@ class XGBRankerModel(_Boosted):
 
 
 # What changes how a fitted XGBRankerModel scores, not how it fits: its two-stage scoring's coarse trees and shortlist,
-# its re-ranked head and its near-best cut (benchmarks/dev_cv.py's SCORING variants, predict_latency.py --compare).
+# its re-ranked head, its near-best cut and its list's twin-free tail (benchmarks/dev_cv.py's SCORING variants,
+# predict_latency.py --compare).
 PREDICTION_SETTINGS = ("coarse_trees", "shortlist", "rerank_top", "near_best_pct", "distinct_after")
 
 
