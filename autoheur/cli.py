@@ -229,7 +229,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         model = train(
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
             aux=args.aux or (), **({} if args.aux_rows is None else {"aux_rows": args.aux_rows or None}),
-            heldout_problems=args.heldout_problems,
+            heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
@@ -563,6 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-rows", type=int, metavar="N",
                    help="rows an auxiliary problem keeps as it loads, its fastest N/4 and a sample of the rest "
                         "(default 512: models.data.AUX_ROWS; 0: every row, ~16 GB for the H100 set)")  # fmt: skip
+    p.add_argument("--aux-new-only", action="store_true",
+                   help="keep only the auxiliary problems this dataset lacks (not another device's copies of its "
+                        "own problems)")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_train)

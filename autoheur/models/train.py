@@ -28,6 +28,7 @@ def train(
     aux: Sequence[str | Path] = (),
     aux_rows: int | None = AUX_ROWS,
     heldout_problems: str | Path | None = None,
+    aux_new_only: bool = False,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
@@ -35,7 +36,11 @@ def train(
     train on as well (RankingSet.with_auxiliary); each held-out fold leaves out their rows of its test problems, and
     the figures are on this dataset's problems only; each auxiliary problem keeps `aux_rows` of its rows (None: all;
     data.AUX_ROWS says why). `heldout_problems`: also write the held-out figures of each problem there (CSV, the
-    columns of `autoheur eval --report`'s per-problem files), e.g. to name the problems behind the min."""
+    columns of `autoheur eval --report`'s per-problem files), e.g. to name the problems behind the min.
+    `aux_new_only`: keep only the auxiliary problems this dataset lacks (another device's copies of its own problems
+    left out), as `benchmarks/dev_cv.py --aux-new-only` measured it."""
+    if aux_new_only and not aux:
+        raise ValueError("aux_new_only: no auxiliary dataset to keep the new problems of (--aux DATA)")
     if aux_rows is not None and aux_rows < 4:
         raise ValueError(f"aux_rows={aux_rows!r}: expected at least 4 rows a problem, or None (0 in the CLI) for all")
     meta = DatasetStore.load(data).meta
@@ -46,6 +51,9 @@ def train(
         check_thinned(make_model(model, **params), aux_rows)  # before the data loads
     rs = load_ranking_set(data, allow_stale_kernel)
     aux_sets = load_auxiliary(aux, data, allow_stale_kernel, aux_rows)
+    if aux_new_only:
+        own = set(rs.problems)
+        aux_sets = [a.subset([p for p in a.problems if p not in own]) for a in aux_sets]
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
     for path, a in zip(aux, aux_sets, strict=True):
         log(f"  auxiliary {path}: {len(a.problems)} problems of {a.device.get('name')}")
@@ -69,7 +77,7 @@ def train(
     meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
     meta["auxiliary"] = [
         {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
-         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash()}
+         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash(), "new_only": aux_new_only}
         for path, a in zip(aux, aux_sets, strict=True)
     ]  # fmt: skip
     meta["own_problems"] = int(len(rs.problems))

@@ -331,3 +331,20 @@ def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
     inductor = artifact.MODELS_DIR.parent / "data" / "inductor-nvidia-h100-80gb-hbm3"
     with pytest.raises(ValueError, match="same family and space"):
         train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[inductor])
+
+
+def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, tmp_path):
+    """--aux-new-only: another device's copies of the dataset's own problems are left out of the auxiliary data, its
+    other problems kept; the metadata says so. Without --aux it is refused before any data loads."""
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
+    assert 0 < len(own & theirs) < len(theirs)  # some shared problems, some new: the case to tell apart
+    small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small, aux=[h200],
+                  aux_new_only=True)  # fmt: skip
+    (aux,) = model.meta["auxiliary"]
+    assert aux["new_only"] and aux["problems"] == len(theirs - own)
+    assert model.meta["train_problems"] == 12 + len(theirs - own)
+    with pytest.raises(ValueError, match="no auxiliary dataset"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux_new_only=True)
+    assert main(["train", "--data", str(mini_dataset), "--aux-new-only", "--out", str(tmp_path / "m.joblib")]) == 2
