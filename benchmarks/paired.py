@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.models.metrics import summarize  # noqa: E402
 from benchmarks.common import print_json  # noqa: E402
+from benchmarks.list_fill import list_row  # noqa: E402
 
 
 def read(path: str, model: str) -> pd.DataFrame:
@@ -35,14 +36,9 @@ def read(path: str, model: str) -> pd.DataFrame:
 
 
 def side(pp: pd.DataFrame) -> dict:
+    """list_fill's figures of one way of filling the top 10, and the top-1 geomean / P10."""
     s = summarize(pp)
-    return {
-        "best10": [round(s[f"eff_best10_{q}"], 4) for q in ("geomean", "p10", "min")],
-        "top1": [round(s[f"eff_top1_{q}"], 4) for q in ("geomean", "p10")],
-        "hit": round(s["oracle_in_top10"], 4),
-        "under_0.95": int((pp["eff_best10"] < 0.95).sum()),
-        "under_0.97": int((pp["eff_best10"] < 0.97).sum()),
-    }
+    return {**list_row(pp), "top1": [round(s[f"eff_top1_{q}"], 4) for q in ("geomean", "p10")]}
 
 
 def paired(a: pd.DataFrame, b: pd.DataFrame, tol: float = 1e-4) -> dict:
