@@ -250,7 +250,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from autoheur.collect.store import DatasetStore
     from autoheur.models.data import AUX_ROWS, check_thinned, load_ranking_set
-    from autoheur.models.evaluate import auxiliary_only, cross_validate, make_model, tuning_cost
+    from autoheur.models.evaluate import auxiliary_only, check_aux_new_only, cross_validate, make_model, tuning_cost
     from autoheur.models.rankers import RANKERS, family_params
 
     models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
@@ -258,6 +258,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         if not 0 <= args.fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
             raise ValueError(f"--fold-seed {args.fold_seed}: expected 0 to 2**32 - 1")
+        check_aux_new_only(args.aux_new_only, args.aux_for)
         families = {DatasetStore.load(d).meta.family for d in args.data}
         if len(families) > 1:
             raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
@@ -271,8 +272,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sets = {name: load_ranking_set(d, args.allow_stale_kernel, thin=rows if name in thin else None)
                 for name, d in paths.items()}  # fmt: skip
         per_problem, summary, fits = cross_validate(
-            sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or (), fold_seed=args.fold_seed
-        )
+            sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or (), fold_seed=args.fold_seed,
+            aux_new_only=args.aux_new_only,
+        )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
         return 2
@@ -300,6 +302,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "wall seconds": round(time.time() - t0),
             "method": _EVAL_METHOD
             + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else "")
+            + (_EVAL_AUX_NEW if args.aux_new_only else "")
             + (_EVAL_THIN.format(", ".join(thin), rows) if rows else "")
             + (_EVAL_FOLD_SEED.format(args.fold_seed) if args.fold_seed else ""),
         }
@@ -339,6 +342,7 @@ _EVAL_THIN = (
     " The auxiliary-only datasets ({}) loaded thinned to {} rows a problem (its fastest quarter and a seeded sample of "
     "the rest), as `autoheur train --aux` loads them."
 )
+_EVAL_AUX_NEW = " The auxiliary data keeps only the problems the dataset lacks (`--aux-new-only`)."
 _EVAL_AUX = (
     " Auxiliary data ({}): on that dataset's group_kfold and lomo splits every model also trains on the other "
     "datasets' problems as queries of their own, less their rows of the fold's test problems (and, in lomo, of the "
@@ -585,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(e.g. --data H100 --data H200 --aux-for h200 --splits h200:lomo): as `autoheur train "
                         "--aux-rows` (default 512; 0: every row, which the list and nearest baselines "
                         "need)")  # fmt: skip
+    p.add_argument("--aux-new-only", action="store_true",
+                   help="with --aux-for: the auxiliary data keeps only the problems that dataset lacks, as `autoheur "
+                        "train --aux-new-only`")  # fmt: skip
     p.add_argument("--fold-seed", type=int, default=0,
                    help="the seed of group_kfold's shuffled folds (default 0, the draw `autoheur train` reports; "
                         "another gives the same procedure on another split of the problems)")  # fmt: skip

@@ -127,12 +127,15 @@ def cross_validate(
     params: dict[str, dict] | None = None,
     aux_for: Sequence[str] = (),
     fold_seed: int = 0,
+    aux_new_only: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
     """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet);
     `params`: model name -> hyperparameter overrides. `aux_for`: the datasets whose within-device splits also train
     on the other datasets as auxiliary data (as `autoheur train --aux` does); the cross-device splits never do, since
     the auxiliary data would hold the test device's own timings. `fold_seed`: the GroupKFold draw (0 is the one
-    `autoheur train` reports), to see how much a figure such as the min moves with the problems a fold holds out."""
+    `autoheur train` reports), to see how much a figure such as the min moves with the problems a fold holds out.
+    `aux_new_only`: the auxiliary data keeps only the problems the dataset lacks (`autoheur train --aux-new-only`)."""
+    check_aux_new_only(aux_new_only, aux_for)
     unknown = sorted(set(aux_for) - set(datasets))
     if unknown:
         raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
@@ -144,6 +147,9 @@ def cross_validate(
     rows, fits = [], []
     for dname, rs in datasets.items():
         aux = [other for name, other in datasets.items() if name != dname] if dname in aux_for else []
+        if aux_new_only:
+            own = set(rs.problems)
+            aux = [a.subset([p for p in a.problems if p not in own]) for a in aux]
         if wants("group_kfold", dname):
             folds = group_kfold(rs, seed=fold_seed)
             r, f = run_split(f"{dname}:group_kfold", folds, rs, rs, models, log, params, aux=aux)
@@ -167,6 +173,12 @@ def cross_validate(
                 fits += f
     per_problem = pd.concat(rows, ignore_index=True)
     return per_problem, summarize_splits(per_problem), fits
+
+
+def check_aux_new_only(aux_new_only: bool, aux_for: Sequence[str]) -> None:
+    """`aux_new_only` needs a dataset that trains on auxiliary data (checked before any data loads)."""
+    if aux_new_only and not aux_for:
+        raise ValueError("aux_new_only: no dataset trains on auxiliary data (--aux-for NAME)")
 
 
 def auxiliary_only(names: Sequence[str], splits: Sequence[str], aux_for: Sequence[str]) -> list[str]:

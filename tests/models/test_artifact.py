@@ -348,3 +348,32 @@ def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, 
     with pytest.raises(ValueError, match="no auxiliary dataset"):
         train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux_new_only=True)
     assert main(["train", "--data", str(mini_dataset), "--aux-new-only", "--out", str(tmp_path / "m.joblib")]) == 2
+
+
+def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset, tmp_path, monkeypatch, capsys):
+    """`autoheur eval --aux-for h100 --aux-new-only`: each within-device split of the H100 set trains on the H200's
+    problems the H100 set lacks, never on the H200's copies of its own; without --aux-for it is refused before
+    anything loads."""
+    from autoheur.models import data, evaluate
+
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
+    assert 0 < len(own & theirs) < len(theirs)
+    real, seen = evaluate.run_split, []
+
+    def spy(split, folds, rs_train, rs_test, models, log=print, params=None, aux=(), **kw):
+        seen.append((split, [set(a.problems) for a in aux]))
+        return real(split, folds, rs_train, rs_test, models, log, params, aux, **kw)
+
+    monkeypatch.setattr(evaluate, "run_split", spy)
+    args = ["eval", "--data", str(mini_dataset), "--data", str(h200), "--models", "fixed_list", "--aux-rows", "0"]
+    assert main([*args, "--aux-for", "h100", "--aux-new-only", "--splits", "h100:group_kfold,h100:lomo"]) == 0
+    assert [s for s, _ in seen] == ["h100:group_kfold", "h100:lomo"]
+    assert all(aux == [theirs - own] for _, aux in seen)
+    seen.clear()
+    assert main([*args, "--aux-for", "h100", "--splits", "h100:group_kfold"]) == 0
+    assert seen[0][1] == [theirs]  # without the flag: all of them
+    loads = []
+    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    assert main([*args, "--aux-new-only", "--splits", "h100:group_kfold"]) == 2
+    assert "--aux-for" in capsys.readouterr().err and not loads
