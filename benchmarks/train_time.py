@@ -9,6 +9,8 @@ record names the CPU model: the lent 2-core machines differ between sessions.
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
   python benchmarks/train_time.py --no-steps --rows 128,96   # the fit at other rows per problem (top: a quarter)
   python benchmarks/train_time.py --no-steps --max-bins 128,64   # the fit with fewer histogram bins (speed only)
+  python benchmarks/train_time.py --no-steps --aux data/nvidia-h200 --aux-new-only   # the fit with auxiliary data, as
+      # `autoheur train --aux ... --aux-new-only` fits it (`fit_s`), beside the fit on the dataset alone (`fit_s_own`)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoheur.models.data import load_ranking_set, sample_rows  # noqa: E402
+from autoheur.models.data import load_auxiliary, load_ranking_set, new_problems_only, sample_rows  # noqa: E402
 from autoheur.models.rankers import ENSEMBLE, XGBRankerModel  # noqa: E402
 from benchmarks.common import cpu_model  # noqa: E402
 
@@ -63,6 +65,21 @@ def _fit_s(model: XGBRankerModel, train) -> float:
     return round(time.perf_counter() - t0, 1)
 
 
+def load_train_set(data: str, aux: list[str], aux_new_only: bool = False):
+    """(the set the fit trains on, the dataset's own set): with `aux`, the auxiliary sets loaded thinned and joined
+    as `autoheur train --aux` joins them (only the problems the dataset lacks with `aux_new_only`); without, both are
+    the dataset's own."""
+    if aux_new_only and not aux:
+        raise SystemExit("--aux-new-only: no auxiliary dataset (--aux DATA)")
+    own = load_ranking_set(data)
+    if not aux:
+        return own, own
+    extra = load_auxiliary(aux, data)
+    if aux_new_only:
+        extra = new_problems_only(extra, own)
+    return own.with_auxiliary(extra), own
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="data/nvidia-h100-80gb-hbm3")
@@ -72,27 +89,34 @@ def main() -> None:
         "--rows", help="comma-separated rows per problem to time the fit at, each with a quarter of them the top ones"
     )
     ap.add_argument("--max-bins", help="comma-separated XGBoost histogram bins to time the default fit at")
+    ap.add_argument("--aux", action="append", default=[], help="auxiliary dataset, as `autoheur train --aux`")
+    ap.add_argument("--aux-new-only", action="store_true", help="as `autoheur train --aux-new-only`")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    train = load_ranking_set(args.data)
+    train, own = load_train_set(args.data, args.aux, args.aux_new_only)
     load_s = time.perf_counter() - t0
     model = XGBRankerModel()
     t0 = time.perf_counter()
     model.fit(train)
     fit_s = time.perf_counter() - t0
+    fit_s_own = _fit_s(XGBRankerModel(), own) if args.aux else None
     by_rows = {r: _fit_s(XGBRankerModel(per_problem=r, top=r // 4), train) for r in _ints(args.rows)}
     by_bins = {b: _fit_s(XGBRankerModel(max_bin=b), train) for b in _ints(args.max_bins)}
 
     steps, sub_rows = ({}, None) if args.no_steps else _steps(train)
     res = {
         "data": args.data,
+        "aux": args.aux,
+        "aux_new_only": args.aux_new_only,
         "problems": int(train.frame["problem_id"].nunique()),
+        "own_problems": len(own.problems),
         "rows": len(train.frame),
         "subsample_rows": sub_rows,
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "load_s": round(load_s, 1),
         "fit_s": round(fit_s, 1),
+        "fit_s_own": fit_s_own,
         "rows_per_problem": model.per_problem,
         "fit_s_at_rows": by_rows,
         "fit_s_at_max_bin": by_bins,

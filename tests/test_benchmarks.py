@@ -605,3 +605,34 @@ def test_paired_counts_gains_losses_and_the_largest_loss_on_shared_problems(tmp_
     assert out["a"]["best10"][2] == 0.94 and out["b"]["best10"][2] == 0.98 and out["a"]["hit"] == round(1 / 3, 4)
     with pytest.raises(SystemExit, match="no rows of model"):
         paired.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--model", "nearest"])
+
+
+def test_train_time_joins_the_auxiliary_sets_as_train_does(monkeypatch):
+    """benchmarks/train_time.py --aux [--aux-new-only]: the fit's set is the dataset joined with its auxiliary sets
+    (only the problems it lacks with --aux-new-only), the own set the dataset alone; without --aux both are the
+    dataset; --aux-new-only without --aux is refused before anything loads."""
+    train_time = _load("train_time")
+
+    class Set:
+        def __init__(self, problems):
+            self.problems = np.array(problems)
+
+        def subset(self, ids):
+            return Set(list(ids))
+
+        def with_auxiliary(self, aux):
+            return Set([*self.problems, *(f"aux:{p}" for a in aux for p in a.problems)])
+
+    loads = []
+    monkeypatch.setattr(train_time, "load_ranking_set", lambda path: loads.append(path) or Set(["a", "b"]))
+    monkeypatch.setattr(train_time, "load_auxiliary", lambda paths, primary: [Set(["b", "c"])])
+    train, own = train_time.load_train_set("d", ["x"], aux_new_only=True)
+    assert list(train.problems) == ["a", "b", "aux:c"] and list(own.problems) == ["a", "b"]
+    train, _ = train_time.load_train_set("d", ["x"])
+    assert list(train.problems) == ["a", "b", "aux:b", "aux:c"]
+    train, own = train_time.load_train_set("d", [])
+    assert train is own
+    loads.clear()
+    with pytest.raises(SystemExit, match="--aux"):
+        train_time.load_train_set("d", [], aux_new_only=True)
+    assert not loads

@@ -374,6 +374,13 @@ def load_auxiliary(
     return out
 
 
+def new_problems_only(aux: Sequence[RankingSet], own: RankingSet) -> list[RankingSet]:
+    """Each auxiliary set less its copies of `own`'s problems (another device's timings of the same problem ids):
+    the problems `own` lacks, which `--aux-new-only` trains on."""
+    have = set(own.problems)
+    return [a.subset([p for p in a.problems if p not in have]) for a in aux]
+
+
 def check_thinned(model, rows: int | None, source: str = "the auxiliary data") -> None:
     """Refuse to fit `model` on auxiliary data loaded thinned to `rows` a problem (load_auxiliary; None: not
     thinned) where its row sample cannot come from the kept rows: more rows a problem than kept (`per_problem`), more

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.models.data import RankingSet, check_thinned
+from autoheur.models.data import RankingSet, check_thinned, new_problems_only
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS
 
@@ -148,8 +148,7 @@ def cross_validate(
     for dname, rs in datasets.items():
         aux = [other for name, other in datasets.items() if name != dname] if dname in aux_for else []
         if aux_new_only:
-            own = set(rs.problems)
-            aux = [a.subset([p for p in a.problems if p not in own]) for a in aux]
+            aux = new_problems_only(aux, rs)
         if wants("group_kfold", dname):
             folds = group_kfold(rs, seed=fold_seed)
             r, f = run_split(f"{dname}:group_kfold", folds, rs, rs, models, log, params, aux=aux)

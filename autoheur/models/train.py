@@ -13,7 +13,7 @@ from pathlib import Path
 
 from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
-from autoheur.models.data import AUX_ROWS, check_thinned, load_auxiliary, load_ranking_set
+from autoheur.models.data import AUX_ROWS, check_thinned, load_auxiliary, load_ranking_set, new_problems_only
 from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
 from autoheur.models.rankers import DEFAULT, FixedList, family_params
 
@@ -52,8 +52,7 @@ def train(
     rs = load_ranking_set(data, allow_stale_kernel)
     aux_sets = load_auxiliary(aux, data, allow_stale_kernel, aux_rows)
     if aux_new_only:
-        own = set(rs.problems)
-        aux_sets = [a.subset([p for p in a.problems if p not in own]) for a in aux_sets]
+        aux_sets = new_problems_only(aux_sets, rs)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
     for path, a in zip(aux, aux_sets, strict=True):
         log(f"  auxiliary {path}: {len(a.problems)} problems of {a.device.get('name')}")

@@ -16,6 +16,7 @@ from autoheur.models.data import (
     load_dataset,
     load_ranking_set,
     merge_by_problem,
+    new_problems_only,
 )
 from autoheur.models.rankers import FixedList, XGBRankerModel, XGBRegressorModel
 
@@ -131,3 +132,14 @@ def test_merge_by_problem_skips_a_part_with_no_usable_problem(h100_slice):
     empty = h100_slice.subset([])
     merged = merge_by_problem([empty, h100_slice.subset(h100_slice.problems[:3])])
     assert list(merged.problems) == list(h100_slice.problems[:3])
+
+
+def test_new_problems_only_keeps_the_auxiliary_problems_the_dataset_lacks(h100_slice):
+    """`--aux-new-only`'s filter: an auxiliary set keeps exactly its problems the dataset has no copy of, with all of
+    their rows; a set of only shared problems keeps none."""
+    ids = list(h100_slice.problems)
+    own = h100_slice.subset(ids[: len(ids) // 2])
+    (kept,) = new_problems_only([h100_slice], own)
+    assert list(kept.problems) == ids[len(ids) // 2 :]
+    assert len(kept.frame) == int(h100_slice.frame["problem_id"].isin(ids[len(ids) // 2 :]).sum())
+    assert new_problems_only([own], own)[0].problems.size == 0
