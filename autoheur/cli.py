@@ -229,7 +229,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         model = train(
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
             aux=args.aux or (), **({} if args.aux_rows is None else {"aux_rows": args.aux_rows or None}),
-            heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only,
+            heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only, aux_share=args.aux_share,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
@@ -250,7 +250,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from autoheur.collect.store import DatasetStore
     from autoheur.models.data import AUX_ROWS, check_thinned, load_ranking_set
-    from autoheur.models.evaluate import auxiliary_only, check_aux_new_only, cross_validate, make_model, tuning_cost
+    from autoheur.models.evaluate import (
+        auxiliary_only,
+        check_aux_new_only,
+        check_aux_share,
+        cross_validate,
+        make_model,
+        tuning_cost,
+    )
     from autoheur.models.rankers import RANKERS, family_params
 
     models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
@@ -259,10 +266,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not 0 <= args.fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
             raise ValueError(f"--fold-seed {args.fold_seed}: expected 0 to 2**32 - 1")
         check_aux_new_only(args.aux_new_only, args.aux_for)
+        check_aux_share(args.aux_share, bool(args.aux_for), "--aux-for NAME")
+        if args.aux_share is not None and "xgb_ranker" not in models:
+            raise ValueError("--aux-share: only xgb_ranker samples auxiliary rows, and --models does not name it")
         families = {DatasetStore.load(d).meta.family for d in args.data}
         if len(families) > 1:
             raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
         params = family_params(families.pop())
+        if args.aux_share is not None:
+            params["xgb_ranker"] = {**params.get("xgb_ranker", {}), "aux_share": args.aux_share}
         paths = {Path(d).name.replace("nvidia-", "").split("-")[0]: d for d in args.data}
         # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
         thin = auxiliary_only(list(paths), _csv(args.splits), args.aux_for or ())
@@ -570,6 +582,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-new-only", action="store_true",
                    help="keep only the auxiliary problems this dataset lacks (not another device's copies of its "
                         "own problems)")  # fmt: skip
+    p.add_argument("--aux-share", type=float, metavar="S",
+                   help="an auxiliary problem's share of the training rows a fit samples per problem, in (0, 1] "
+                        "(xgb_ranker; default 1: as many as an own problem's; 0.5 fits faster)")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_train)
@@ -592,6 +607,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-new-only", action="store_true",
                    help="with --aux-for: the auxiliary data keeps only the problems that dataset lacks, as `autoheur "
                         "train --aux-new-only`")  # fmt: skip
+    p.add_argument("--aux-share", type=float, metavar="S",
+                   help="with --aux-for: xgb_ranker's share of training rows for an auxiliary problem, as `autoheur "
+                        "train --aux-share`")  # fmt: skip
     p.add_argument("--fold-seed", type=int, default=0,
                    help="the seed of group_kfold's shuffled folds (default 0, the draw `autoheur train` reports; "
                         "another gives the same procedure on another split of the problems)")  # fmt: skip

@@ -13,6 +13,7 @@ problems and for the subsets in SUBSETS.
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable, Sequence
 
@@ -178,6 +179,18 @@ def check_aux_new_only(aux_new_only: bool, aux_for: Sequence[str]) -> None:
     """`aux_new_only` needs a dataset that trains on auxiliary data (checked before any data loads)."""
     if aux_new_only and not aux_for:
         raise ValueError("aux_new_only: no dataset trains on auxiliary data (--aux-for NAME)")
+
+
+def check_aux_share(aux_share: float | None, has_aux: bool, flag: str) -> None:
+    """`aux_share`, an auxiliary problem's share of the rows a fit samples per problem (XGBRankerModel.aux_share; None:
+    the model's own), is a share in (0, 1] and needs auxiliary data, which `flag` gives (checked before any data
+    loads)."""
+    if aux_share is None:
+        return
+    if isinstance(aux_share, bool) or not isinstance(aux_share, numbers.Real) or not 0 < aux_share <= 1:
+        raise ValueError(f"aux_share={aux_share!r}: expected a share in (0, 1] of an own problem's training rows")
+    if not has_aux:
+        raise ValueError(f"aux_share: no auxiliary data to sample ({flag})")
 
 
 def auxiliary_only(names: Sequence[str], splits: Sequence[str], aux_for: Sequence[str]) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
 from autoheur.models.data import AUX_ROWS, check_thinned, load_auxiliary, load_ranking_set, new_problems_only
-from autoheur.models.evaluate import group_kfold, make_model, run_split, summarize_splits
+from autoheur.models.evaluate import check_aux_share, group_kfold, make_model, run_split, summarize_splits
 from autoheur.models.rankers import DEFAULT, FixedList, family_params
 
 
@@ -29,6 +29,7 @@ def train(
     aux_rows: int | None = AUX_ROWS,
     heldout_problems: str | Path | None = None,
     aux_new_only: bool = False,
+    aux_share: float | None = None,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
@@ -38,7 +39,11 @@ def train(
     data.AUX_ROWS says why). `heldout_problems`: also write the held-out figures of each problem there (CSV, the
     columns of `autoheur eval --report`'s per-problem files), e.g. to name the problems behind the min.
     `aux_new_only`: keep only the auxiliary problems this dataset lacks (another device's copies of its own problems
-    left out), as `benchmarks/dev_cv.py --aux-new-only` measured it."""
+    left out), as `benchmarks/dev_cv.py --aux-new-only` measured it. `aux_share`: an auxiliary problem's share of the
+    rows the fit samples per problem (the ranker's `aux_share`; None: its default, 1.0), e.g. 0.5 for a shorter fit."""
+    check_aux_share(aux_share, bool(aux), "--aux DATA")
+    if aux_share is not None and "aux_share" not in make_model(model).get_params():
+        raise ValueError(f"aux_share: model {model!r} does not sample auxiliary rows (xgb_ranker does)")
     if aux_new_only and not aux:
         raise ValueError("aux_new_only: no auxiliary dataset to keep the new problems of (--aux DATA)")
     if aux_rows is not None and aux_rows < 4:
@@ -46,6 +51,8 @@ def train(
     meta = DatasetStore.load(data).meta
     family = meta.family
     params = {**family_params(family).get(model, {}), **(params or {})}
+    if aux_share is not None:
+        params["aux_share"] = aux_share
     t0 = time.perf_counter()
     if aux:
         check_thinned(make_model(model, **params), aux_rows)  # before the data loads
@@ -76,7 +83,8 @@ def train(
     meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
     meta["auxiliary"] = [
         {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
-         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash(), "new_only": aux_new_only}
+         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash(), "new_only": aux_new_only,
+         "share": getattr(ranker, "aux_share", None)}
         for path, a in zip(aux, aux_sets, strict=True)
     ]  # fmt: skip
     meta["own_problems"] = int(len(rs.problems))

@@ -350,6 +350,79 @@ def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, 
     assert main(["train", "--data", str(mini_dataset), "--aux-new-only", "--out", str(tmp_path / "m.joblib")]) == 2
 
 
+def test_train_aux_share_samples_fewer_rows_of_an_auxiliary_problem(mini_dataset, tmp_path, monkeypatch):
+    """--aux-share S: each auxiliary problem gives the fit S of the rows an own problem gives (the ranker's
+    aux_share), and the metadata says so; a share out of (0, 1], one without auxiliary data and one for a model that
+    samples no rows are refused before any data loads."""
+    from autoheur.models import data, rankers
+    from autoheur.models import train as train_module
+
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
+    real, sampled = rankers.sample_rows, []
+
+    def spy(*args, **kwargs):
+        sampled.append(real(*args, **kwargs))
+        return sampled[-1]
+
+    monkeypatch.setattr(rankers, "sample_rows", spy)
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200],
+                  aux_share=0.5)  # fmt: skip
+    assert model.meta["params"]["aux_share"] == 0.5 and model.meta["auxiliary"][0]["share"] == 0.5
+    per = model.ranker.per_problem
+    counts = {}
+    for sub in sampled:  # one sample per layout expert, each of its own problems
+        counts.update(sub.frame["problem_id"].astype(str).value_counts().to_dict())
+    aux = {pid: n for pid, n in counts.items() if pid.startswith(data.AUX_PREFIX)}
+    own = {pid: n for pid, n in counts.items() if not pid.startswith(data.AUX_PREFIX)}
+    assert len(aux) == 8 and len(own) == 12
+    assert set(aux.values()) == {per // 2} and set(own.values()) == {per}
+    assert len(model.top_k(public_problems()[0], 10)) == 10
+
+    def no_load(*a, **k):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(train_module, "load_ranking_set", no_load)
+    kw = {"heldout_folds": 0, "log": lambda s: None, "params": small}
+    with pytest.raises(ValueError, match="no auxiliary data"):
+        train(mini_dataset, "xgb_ranker", aux_share=0.5, **kw)
+    for bad in (0, 1.5, -0.5):
+        with pytest.raises(ValueError, match=r"share in \(0, 1\]"):
+            train(mini_dataset, "xgb_ranker", aux=[h200], aux_share=bad, **kw)
+    with pytest.raises(ValueError, match="does not sample auxiliary rows"):
+        train(mini_dataset, "fixed_list", aux=[h200], aux_share=0.5, heldout_folds=0, log=lambda s: None)
+    out = str(tmp_path / "m.joblib")
+    assert main(["train", "--data", str(mini_dataset), "--aux-share", "0.5", "--out", out]) == 2
+
+
+def test_eval_aux_share_reaches_the_ranker_and_is_checked_first(mini_dataset, tmp_path, monkeypatch, capsys):
+    """`autoheur eval --aux-share S` gives xgb_ranker that share for the auxiliary problems of its splits; without
+    --aux-for, or without xgb_ranker among the models, it is refused before anything loads."""
+    from autoheur.models import data, evaluate
+
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    got = []
+
+    def spy(sets, models, splits, params=None, **kw):
+        got.append((models, params))
+        raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(evaluate, "cross_validate", spy)
+    args = ["eval", "--data", str(mini_dataset), "--data", str(h200), "--splits", "h100:group_kfold", "--aux-rows", "0"]
+    assert main([*args, "--models", "xgb_ranker,fixed_list", "--aux-for", "h100", "--aux-share", "0.5"]) == 2
+    assert "stopped by the test" in capsys.readouterr().err
+    ((models, params),) = got
+    assert params["xgb_ranker"]["aux_share"] == 0.5 and "aux_share" not in params.get("fixed_list", {})
+    loads = []
+    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    assert main([*args, "--models", "xgb_ranker", "--aux-share", "0.5"]) == 2
+    assert "--aux-for" in capsys.readouterr().err
+    assert main([*args, "--models", "fixed_list", "--aux-for", "h100", "--aux-share", "0.5"]) == 2
+    assert "--models" in capsys.readouterr().err
+    assert main([*args, "--models", "xgb_ranker", "--aux-for", "h100", "--aux-share", "2"]) == 2
+    assert "(0, 1]" in capsys.readouterr().err and not loads
+
+
 def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset, tmp_path, monkeypatch, capsys):
     """`autoheur eval --aux-for h100 --aux-new-only`: each within-device split of the H100 set trains on the H200's
     problems the H100 set lacks, never on the H200's copies of its own; without --aux-for it is refused before
