@@ -1,0 +1,5 @@
+from autoheur.models.train import train
+m = train("data/nvidia-h100-80gb-hbm3", aux=["data/nvidia-h200"], aux_new_only=True, params={"aux_share": 0.5},
+          heldout_problems="/tmp/s65/h100_heldout_stop65_auxhalf.csv")
+m.save("/tmp/s65/m/h100_auxhalf.joblib")
+print("saved")
