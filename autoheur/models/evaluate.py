@@ -13,7 +13,6 @@ problems and for the subsets in SUBSETS.
 
 from __future__ import annotations
 
-import numbers
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,7 +22,7 @@ from sklearn.model_selection import GroupKFold
 
 from autoheur.models.data import RankingSet, check_thinned, new_problems_only
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import RANKERS
+from autoheur.models.rankers import RANKERS, check_aux_share_value
 
 # Kernels under ~0.1 ms are where timing noise between near-equal configs matters most (and where timing protocol v1
 # datasets timed launch overhead, data/README.md): report them apart.
@@ -187,8 +186,7 @@ def check_aux_share(aux_share: float | None, has_aux: bool, flag: str) -> None:
     loads)."""
     if aux_share is None:
         return
-    if isinstance(aux_share, bool) or not isinstance(aux_share, numbers.Real) or not 0 < aux_share <= 1:
-        raise ValueError(f"aux_share={aux_share!r}: expected a share in (0, 1] of an own problem's training rows")
+    check_aux_share_value(aux_share)
     if not has_aux:
         raise ValueError(f"aux_share: no auxiliary data to sample ({flag})")
 

@@ -263,8 +263,7 @@ class XGBRankerModel(_Boosted):
         self._check_bins()
         if not self.members or any(o not in OBJECTIVES for o in self.members):
             raise ValueError(f"members={self.members!r}: expected one or more of {OBJECTIVES}")
-        if not 0 < self.aux_share <= 1:
-            raise ValueError(f"aux_share={self.aux_share!r}: expected a share in (0, 1]")
+        check_aux_share_value(self.aux_share)
         after = self.distinct_after
         if isinstance(after, bool) or not isinstance(after, numbers.Integral) or after < 0:
             raise ValueError(f"distinct_after={after!r}: expected a count of list slots (0: off)")
@@ -694,6 +693,12 @@ def near_best_configs(train: RankingSet, within: np.ndarray | None = None):
     close = ok & (rel <= NEAR_BEST_MAX)
     near = pd.DataFrame({"k": keys[close], "r": rel[close]}).groupby("k")["r"].min()
     return seen, near.index.to_numpy(dtype=np.int64), near.to_numpy(dtype=np.float32)
+
+
+def check_aux_share_value(share: float) -> None:
+    """An auxiliary problem's share of the rows an own problem gives a fit (XGBRankerModel.aux_share): in (0, 1]."""
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
+        raise ValueError(f"aux_share={share!r}: expected a share in (0, 1] of an own problem's training rows")
 
 
 def check_thresholds(thresholds: Sequence[float]) -> None:
