@@ -636,3 +636,38 @@ def test_train_time_joins_the_auxiliary_sets_as_train_does(monkeypatch):
     with pytest.raises(SystemExit, match="--aux"):
         train_time.load_train_set("d", [], aux_new_only=True)
     assert not loads
+
+
+def test_same_model_tells_refits_apart_by_their_boosters(tmp_path, monkeypatch, capsys):
+    """benchmarks/same_model.py: the same fit twice gives the same digests (exit 0); a fit of another seed differs in
+    the booster it changed and nowhere else, and the script exits 1."""
+    from types import SimpleNamespace
+
+    import joblib
+    import xgboost as xgb
+
+    same_model = _load("same_model")
+    rng = np.random.default_rng(0)
+    X, y, qid = rng.normal(size=(64, 4)), rng.integers(0, 3, 64), np.repeat(np.arange(8), 8)
+
+    def ranker(seed):
+        return xgb.XGBRanker(n_estimators=4, max_depth=3, subsample=0.5, random_state=seed, n_jobs=1).fit(X, y, qid=qid)
+
+    def blob(seed):
+        expert = SimpleNamespace(members_=[ranker(seed)], reranker_=ranker(0))
+        return {"ranker": SimpleNamespace(experts_={0: expert}), "meta": {"train_data_hash": "h"}}
+
+    a, b = same_model.booster_digests(blob(1)["ranker"]), same_model.booster_digests(blob(1)["ranker"])
+    c = same_model.booster_digests(blob(2)["ranker"])
+    assert a == b and set(a) == {"expert 0 member 0", "expert 0 reranker"}
+    assert c["expert 0 member 0"] != a["expert 0 member 0"] and c["expert 0 reranker"] == a["expert 0 reranker"]
+    paths = []
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        paths.append(tmp_path / f"{name}.joblib")
+        joblib.dump(blob(seed), paths[-1])
+    for other, code in ((paths[1], 0), (paths[2], 1)):
+        monkeypatch.setattr("sys.argv", ["same_model.py", str(paths[0]), str(other)])
+        with pytest.raises(SystemExit) as done:
+            same_model.main()
+        assert done.value.code == code
+    assert "boosters: DIFFERENT" in capsys.readouterr().out
