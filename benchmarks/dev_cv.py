@@ -207,6 +207,16 @@ VARIANTS["depth10_trees450"] = lambda seed: XGBRankerModel(random_state=seed, ma
 # pass (48 rows x 450 depth-10 trees) is 1.87 of the H100 model's 4.7 ms a call
 VARIANTS["rr300_d8"] = lambda seed: XGBRankerModel(random_state=seed, rerank_estimators=300, rerank_depth=8)
 # Measured: 89.13% / 89.07% against 89.16% / 89.37% (seeds 0 / 1), top-1 the same: not adopted
+# stop 66: for the H100 fit under 2 minutes (124.4-124.9 s on stop 66's host). A trace of the fit there: the rest
+# expert's lead 84 s and re-ranker 77 s side by side, then the 2D x 2D expert's two 35 s fits; one pool for all four
+# (the next expert's rows chosen while the first one's fits run) gave the same boosters in 124.4 s, so the time is
+# the fits' own. Would each tree on four fifths of the features cut them? (the shipped recipe, the H200's new
+# problems at half the rows; run with --aux data/nvidia-h200 --aux-new-only)
+VARIANTS["aux_half_col08"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5, colsample_bytree=0.8)
+# Measured (seed 0): oracle in the top 10 89.71% against aux_half's 89.55% (stop 65), the public problems 94.08% against
+# 94.79%; but no faster (519.8 s a run here, aux_half 491.3 s on stop 65's host, 3% faster at fits): XGBoost's hist
+# builds every feature's histogram whatever the trees sample (one thread, 40 trees of depth 10 on 300,000 random rows:
+# 10.5 s at 1.0, 10.4 s at 0.8, 10.0 s at 0.5). Not adopted
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
