@@ -280,10 +280,10 @@ class XGBRankerModel(_Boosted):
         return self._fit(train, self.objective_, within)
 
     def _fit(self, train: RankingSet, objective: str, within: np.ndarray | None = None) -> XGBRankerModel:
-        self.seen_keys_, self.near_keys_, self.near_rel_ = near_best_configs(train, within)
+        self.seen_keys_, self.near_keys_, self.near_rel_, keys = _near_best(train, within)
         _NEAR_BEST_MASKS.pop(self, None)  # masks of an earlier fit of this object
         pct = getattr(self, "train_near_pct", 0)
-        eligible = None if not pct else self._near_rows(train.X, pct, within)
+        eligible = None if not pct else self._near_rows(train.X, pct, within, keys)
         sub = sample_rows(train, self.per_problem, self.top, self.random_state, within, self.aux_share, eligible)
         objectives = tuple(self.members) if objective == ENSEMBLE else (objective,)
         # a repeated objective is another seed of it (which only differs with sampling or pair sampling)
@@ -300,13 +300,16 @@ class XGBRankerModel(_Boosted):
         self.reranker_ = fitted[len(objectives)] if self.rerank_top > 0 else None
         return self
 
-    def _near_rows(self, X: np.ndarray, pct: int, within: np.ndarray | None) -> np.ndarray:
-        """Row mask of the training rows (of `within`) whose config is near-best at `pct` (near_best_configs)."""
+    def _near_rows(
+        self, X: np.ndarray, pct: int, within: np.ndarray | None, keys: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Row mask of the training rows (of `within`) whose config is near-best at `pct` (near_best_configs).
+        `keys`: those rows' config keys where the caller has them (the fit does: near_best_configs' own)."""
         out = np.zeros(len(X), dtype=bool)
         if not len(self.near_keys_):  # no config came near any problem's best (every row failed): none is eligible
             return out
         rows = np.arange(len(X)) if within is None else np.flatnonzero(within)
-        found, pos = _lookup(self.near_keys_, config_keys(X, rows))
+        found, pos = _lookup(self.near_keys_, config_keys(X, rows) if keys is None else keys)
         out[rows] = found & (self.near_rel_[pos] <= 1.0 + pct / 100.0)
         return out
 
@@ -683,6 +686,12 @@ def near_best_configs(train: RankingSet, within: np.ndarray | None = None):
     problem's oracle, sorted; their best such ratio over the problems, float32) over the rows of `within` (None: all).
     What `near_best_pct` cuts by: a config no training problem had near its best rarely is a new problem's best
     (BENCHMARKS.md, "Learned ranking", stop 58)."""
+    return _near_best(train, within)[:3]
+
+
+def _near_best(train: RankingSet, within: np.ndarray | None = None):
+    """near_best_configs, and the config key of each row of `within` (all rows: None), which the fit reads again
+    (the keys of 16 million rows take 0.6 s)."""
     rows = None if within is None else np.flatnonzero(within)
     rel = train.frame["rel_time"].to_numpy()
     ok = (train.frame["status"] == "ok").to_numpy()
@@ -692,7 +701,7 @@ def near_best_configs(train: RankingSet, within: np.ndarray | None = None):
     seen = np.unique(keys)
     close = ok & (rel <= NEAR_BEST_MAX)
     near = pd.DataFrame({"k": keys[close], "r": rel[close]}).groupby("k")["r"].min()
-    return seen, near.index.to_numpy(dtype=np.int64), near.to_numpy(dtype=np.float32)
+    return seen, near.index.to_numpy(dtype=np.int64), near.to_numpy(dtype=np.float32), keys
 
 
 def check_aux_share_value(share: float) -> None:

@@ -143,3 +143,39 @@ def test_new_problems_only_keeps_the_auxiliary_problems_the_dataset_lacks(h100_s
     assert list(kept.problems) == ids[len(ids) // 2 :]
     assert len(kept.frame) == int(h100_slice.frame["problem_id"].isin(ids[len(ids) // 2 :]).sum())
     assert new_problems_only([own], own)[0].problems.size == 0
+
+
+def _grouped(rs: RankingSet, within) -> list[tuple[str, np.ndarray]]:
+    """problem_rows as pandas' groupby gives it (the implementation until stop 67)."""
+    groups = rs.frame.groupby("problem_id", sort=False, observed=True).indices.items()
+    return [(pid, idx) for pid, idx in groups if within is None or within[idx[0]]]
+
+
+def _same_rows(a, b) -> bool:
+    return [p for p, _ in a] == [p for p, _ in b] and all(
+        np.array_equal(x, y) for (_, x), (_, y) in zip(a, b, strict=True)
+    )
+
+
+def test_problem_rows_reads_the_runs_of_a_contiguous_frame_as_groupby_does(h100_slice):
+    """The fast path (runs of the id column) against groupby: on a slice with its auxiliary twin stacked (categorical
+    ids, unobserved categories after a subset), under a row mask of whole problems, and on a frame whose problems are
+    not contiguous (which takes groupby)."""
+    from autoheur.models.data import problem_rows
+
+    rs = h100_slice
+    pids = list(rs.problems)
+    assert len(pids) > 3
+    sub = rs.subset(pids[1:-1])  # categories of the left-out problems stay in the dtype
+    assert isinstance(sub.frame["problem_id"].dtype, pd.CategoricalDtype)
+    mask = sub.frame["problem_id"].isin(pids[1::2]).to_numpy()
+    for s, within in ((rs, None), (sub, None), (sub, mask)):
+        fast = problem_rows(s, within)
+        assert len(fast) == (len(set(pids[1::2]) & set(pids[1:-1])) if within is not None else len(s.problems))
+        assert _same_rows(fast, _grouped(s, within))
+    text = RankingSet(rs.frame.assign(problem_id=rs.frame["problem_id"].astype(str)), rs.X, rs.device)
+    assert _same_rows(problem_rows(text, None), _grouped(rs, None))
+    order = np.random.default_rng(0).permutation(len(rs.frame))  # problems interleaved: the groupby path
+    mixed = RankingSet(rs.frame.iloc[order].reset_index(drop=True), rs.X[order], rs.device)
+    assert _same_rows(problem_rows(mixed, None), _grouped(mixed, None))
+    assert problem_rows(rs.subset([]), None) == []
