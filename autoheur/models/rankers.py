@@ -24,6 +24,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -304,11 +305,16 @@ class XGBRankerModel(_Boosted):
         self, X: np.ndarray, pct: int, within: np.ndarray | None, keys: np.ndarray | None = None
     ) -> np.ndarray:
         """Row mask of the training rows (of `within`) whose config is near-best at `pct` (near_best_configs).
-        `keys`: those rows' config keys where the caller has them (the fit does: near_best_configs' own)."""
+        `keys`: those rows' config keys where the caller has them (the fit does: _near_best's own, as an array or
+        as a table over the config ids, which is looked up once a config instead of once a row)."""
         out = np.zeros(len(X), dtype=bool)
         if not len(self.near_keys_):  # no config came near any problem's best (every row failed): none is eligible
             return out
         rows = np.arange(len(X)) if within is None else np.flatnonzero(within)
+        if isinstance(keys, _CodedKeys):
+            found, pos = _lookup(self.near_keys_, keys.table)
+            out[rows] = (found & (self.near_rel_[pos] <= 1.0 + pct / 100.0))[keys.codes]
+            return out
         found, pos = _lookup(self.near_keys_, config_keys(X, rows) if keys is None else keys)
         out[rows] = found & (self.near_rel_[pos] <= 1.0 + pct / 100.0)
         return out
@@ -689,18 +695,52 @@ def near_best_configs(train: RankingSet, within: np.ndarray | None = None):
     return _near_best(train, within)[:3]
 
 
+class _CodedKeys(NamedTuple):
+    """Rows' config keys as `table[codes]`: a key for each category of the config id column (0 where no row has it)
+    and each row's category code. A training set has millions of rows and about 2,000 configs, so the keys are
+    computed, deduplicated and looked up once a config (BENCHMARKS.md, "Learned ranking", stop 67)."""
+
+    table: np.ndarray  # int64, one per category
+    present: np.ndarray  # bool, one per category: some row has it
+    codes: np.ndarray  # each row's category
+
+
+def _row_keys(train: RankingSet, rows: np.ndarray | None) -> _CodedKeys | np.ndarray:
+    """The config key of each row of `rows` (None: all), as config_keys gives it, through the config id column's
+    categories where it has them: a config's key is a function of its config fields, as its id is, so any one row
+    of an id gives the key of all of them."""
+    col = train.frame["config_id"]
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return config_keys(train.X, rows)
+    codes = col.cat.codes.to_numpy()
+    if rows is not None:
+        codes = codes[rows]
+    if len(codes) and codes.min() < 0:  # a row without an id
+        return config_keys(train.X, rows)
+    some = np.full(len(col.cat.categories), -1, dtype=np.int64)
+    some[codes] = np.arange(len(codes))  # one row of each id present (whichever write lands)
+    present = some >= 0
+    table = np.zeros(len(some), dtype=np.int64)
+    at = some[present]
+    table[present] = config_keys(train.X, at if rows is None else rows[at])
+    return _CodedKeys(table, present, codes)
+
+
 def _near_best(train: RankingSet, within: np.ndarray | None = None):
-    """near_best_configs, and the config key of each row of `within` (all rows: None), which the fit reads again
-    (the keys of 16 million rows take 0.6 s)."""
+    """near_best_configs, and the config keys of the rows of `within` (all rows: None; _row_keys), which the fit
+    reads again (_near_rows)."""
     rows = None if within is None else np.flatnonzero(within)
     rel = train.frame["rel_time"].to_numpy()
     ok = (train.frame["status"] == "ok").to_numpy()
     if rows is not None:
         rel, ok = rel[rows], ok[rows]
-    keys = config_keys(train.X, rows)
-    seen = np.unique(keys)
+    keys = _row_keys(train, rows)
     close = ok & (rel <= NEAR_BEST_MAX)
-    near = pd.DataFrame({"k": keys[close], "r": rel[close]}).groupby("k")["r"].min()
+    if isinstance(keys, _CodedKeys):
+        seen, close_keys = np.unique(keys.table[keys.present]), keys.table[keys.codes[close]]
+    else:
+        seen, close_keys = np.unique(keys), keys[close]
+    near = pd.DataFrame({"k": close_keys, "r": rel[close]}).groupby("k")["r"].min()
     return seen, near.index.to_numpy(dtype=np.int64), near.to_numpy(dtype=np.float32), keys
 
 

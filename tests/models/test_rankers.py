@@ -569,6 +569,31 @@ def test_near_best_configs_are_each_configs_best_ratio_over_the_training_problem
     assert (rel >= 1.0).all() and rel.min() == 1.0  # each problem's oracle is its own best
 
 
+def test_row_keys_through_the_config_ids_are_config_keys(h100_slice):
+    """The fit's config keys (a table over the config id categories, looked up once a config) equal config_keys row
+    by row, and the eligible-row mask made from them equals the one made from config_keys; also for text ids (the
+    plain path) and a row mask."""
+    from autoheur.models.rankers import _CodedKeys, _near_best, _row_keys, config_keys
+
+    rs = h100_slice.subset(h100_slice.problems[:12])
+    within = (rs.frame["problem_id"] != rs.problems[0]).to_numpy()
+    rows = np.flatnonzero(within)
+    coded = _row_keys(rs, rows)
+    assert isinstance(coded, _CodedKeys) and coded.present.sum() == len(np.unique(coded.codes))
+    np.testing.assert_array_equal(coded.table[coded.codes], config_keys(rs.X, rows))
+    np.testing.assert_array_equal(_row_keys(rs, None).table[_row_keys(rs, None).codes], config_keys(rs.X))
+    text = type(rs)(rs.frame.assign(config_id=rs.frame["config_id"].astype(str)), rs.X, rs.device)
+    np.testing.assert_array_equal(_row_keys(text, rows), config_keys(rs.X, rows))
+    m = XGBRankerModel()
+    m.seen_keys_, m.near_keys_, m.near_rel_, keys = _near_best(rs, within)
+    for pct in (0, 2, 10):
+        fast = m._near_rows(rs.X, pct, within, keys)
+        np.testing.assert_array_equal(fast, m._near_rows(rs.X, pct, within))
+        assert fast[within].any() and not fast[~within].any()
+    for plain, fast in zip(_near_best(text, within)[:3], _near_best(rs, within)[:3], strict=True):
+        np.testing.assert_array_equal(plain, fast)
+
+
 @pytest.mark.parametrize("trees", [60, 20])  # two passes after the coarse one; a model of no more than coarse_trees
 def test_near_best_cut_scores_the_configs_cut_below_the_others(trees, h100_slice):
     """With near_best_pct set, a config no training problem had within that percent of its oracle (and that the
