@@ -139,8 +139,8 @@ def problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[tuple[str, n
     all) holds. Problems, not rows: a layout expert's rows are whole problems.
 
     A set's problems are contiguous (RankingSet.frame), so each one's rows are read off where the id changes: a
-    pass over the codes of the id column instead of pandas' groupby, which took 1.1 s a call on the 20 million rows
-    of the H100 fit (four calls a fit; BENCHMARKS.md, "Learned ranking", stop 67). A frame whose problems are not
+    pass over the codes of the id column instead of pandas' groupby, which took 0.4-0.9 s a call on the 20 million
+    rows of the H100 fit (four calls a fit; BENCHMARKS.md, "Learned ranking", stop 67). A frame whose problems are not
     contiguous takes the groupby, which gives the same (ids in order of first appearance, rows ascending)."""
     col = rs.frame["problem_id"]
     if isinstance(col.dtype, pd.CategoricalDtype):

@@ -158,9 +158,9 @@ def _same_rows(a, b) -> bool:
 
 
 def test_problem_rows_reads_the_runs_of_a_contiguous_frame_as_groupby_does(h100_slice):
-    """The fast path (runs of the id column) against groupby: on a slice with its auxiliary twin stacked (categorical
-    ids, unobserved categories after a subset), under a row mask of whole problems, and on a frame whose problems are
-    not contiguous (which takes groupby)."""
+    """The fast path (runs of the id column) against groupby: on a slice and a subset of it (categorical ids, with
+    unobserved categories after the subset), under a row mask of whole problems, with text ids, and on a frame whose
+    problems are not contiguous (which takes groupby)."""
     from autoheur.models.data import problem_rows
 
     rs = h100_slice
