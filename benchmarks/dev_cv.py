@@ -217,6 +217,11 @@ VARIANTS["aux_half_col08"] = lambda seed: XGBRankerModel(random_state=seed, aux_
 # 94.79%; but no faster (519.8 s a run here, aux_half 491.3 s on stop 65's host, 3% faster at fits): XGBoost's hist
 # builds every feature's histogram whatever the trees sample (one thread, 40 trees of depth 10 on 300,000 random rows:
 # 10.5 s at 1.0, 10.4 s at 0.8, 10.0 s at 0.5). Not adopted
+# stop 67: XGBoost's monitor put the pair gradients at half of every fit (two sorts of each query a round, 8 pairs a
+# row), so the fit-time lever left is fewer pairs a row (stop 42's 4 cost 0.7 points on shallower trees); 6 here
+VARIANTS["aux_half_pairs6"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5, pairs=6)
+# Measured (seed 0, the H200's 2,028 new problems): oracle in the top 10 89.53% against aux_half's 89.44%, best-of-10
+# and top-1 level, in 478 s against 537 s (-11%). One seed: a second one and the GroupKFold before adopting it
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
