@@ -154,12 +154,10 @@ def problem_rows(rs: RankingSet, within: np.ndarray | None) -> list[tuple[str, n
     if np.bincount(codes[starts]).max() > 1:  # a problem in two runs: not contiguous
         groups = rs.frame.groupby("problem_id", sort=False, observed=True).indices.items()
         return [(pid, idx) for pid, idx in groups if within is None or within[idx[0]]]
+    ends = np.append(starts[1:], len(codes))
     if within is not None:
-        runs = np.flatnonzero(within[starts])
-        ends = np.append(starts[1:], len(codes))[runs]
-        starts = starts[runs]
-    else:
-        ends = np.append(starts[1:], len(codes))
+        keep = within[starts]
+        starts, ends = starts[keep], ends[keep]
     names = ids[codes[starts]]
     return [(pid, np.arange(a, b)) for pid, a, b in zip(names, starts.tolist(), ends.tolist(), strict=True)]
 

@@ -311,12 +311,10 @@ class XGBRankerModel(_Boosted):
         if not len(self.near_keys_):  # no config came near any problem's best (every row failed): none is eligible
             return out
         rows = np.arange(len(X)) if within is None else np.flatnonzero(within)
-        if isinstance(keys, _CodedKeys):
-            found, pos = _lookup(self.near_keys_, keys.table)
-            out[rows] = (found & (self.near_rel_[pos] <= 1.0 + pct / 100.0))[keys.codes]
-            return out
-        found, pos = _lookup(self.near_keys_, config_keys(X, rows) if keys is None else keys)
-        out[rows] = found & (self.near_rel_[pos] <= 1.0 + pct / 100.0)
+        coded = isinstance(keys, _CodedKeys)
+        found, pos = _lookup(self.near_keys_, keys.table if coded else config_keys(X, rows) if keys is None else keys)
+        near = found & (self.near_rel_[pos] <= 1.0 + pct / 100.0)
+        out[rows] = near[keys.codes] if coded else near
         return out
 
     def _side_by_side(self, jobs: list[Callable[[int | None], object]]) -> list:
