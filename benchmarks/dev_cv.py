@@ -221,7 +221,10 @@ VARIANTS["aux_half_col08"] = lambda seed: XGBRankerModel(random_state=seed, aux_
 # row), so the fit-time lever left is fewer pairs a row (stop 42's 4 cost 0.7 points on shallower trees); 6 here
 VARIANTS["aux_half_pairs6"] = lambda seed: XGBRankerModel(random_state=seed, aux_share=0.5, pairs=6)
 # Measured (seed 0, the H200's 2,028 new problems): oracle in the top 10 89.53% against aux_half's 89.44%, best-of-10
-# and top-1 level, in 478 s against 537 s (-11%). One seed: a second one and the GroupKFold before adopting it
+# and top-1 level, in 478 s against 537 s (-11%). Seed 1 (stop 68, the same data): 89.37% against 89.82%, best-of-10
+# 0.9990 against 0.9992, in 465 s against 515 s. Two seeds: 89.45% against 89.63% (-0.18 points, both arms' seed
+# spread 0.2-0.4), the 3D x 2D (23 problems) and the public higher both times, the backward grad_a lower. Not
+# adopted: the 10% of fit time is not worth a reading on the wrong side of level
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
