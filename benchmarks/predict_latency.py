@@ -8,7 +8,9 @@ outside the timed calls above): rows and trees of each pass and its median time,
 `--set NAME=INT` (repeatable) sets a prediction setting of the ranker and its experts first, e.g. `coarse_trees=25`,
 `shortlist=96`, `rerank_top=32` (the dev CV's SCORING variants, benchmarks/dev_cv.py). `--compare A B ...` times
 several such settings (each `NAME=INT[,NAME=INT...]`, or `shipped`) interleaved, problem by problem, so that a noisy
-host's drift falls on all of them alike, and prints each one's median and its median ratio to the first.
+host's drift falls on all of them alike, and prints each one's median and its median ratio to the first;
+`xgboost` there is the shipped settings with every batch scored by XGBoost (AUTOHEUR_FOREST=0: no compiled walk of
+the trees, autoheur/models/forest.py), and each setting's top 10s are checked against the first one's.
 
   python benchmarks/predict_latency.py [--model models/nvidia-h100-80gb-hbm3.joblib] [--breakdown] [--set ...]
 """
@@ -27,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.collect.workloads import public_problems, workload  # noqa: E402
+from autoheur.models import forest  # noqa: E402
 from autoheur.models.artifact import TrainedModel  # noqa: E402
 from autoheur.models.rankers import PREDICTION_SETTINGS as SETTINGS  # noqa: E402
 from autoheur.models.rankers import set_prediction  # noqa: E402
@@ -59,6 +62,7 @@ def main() -> None:
             times.append((time.perf_counter() - t0) * 1e3)
     settings = "".join(f" --set {x}" for x in args.set)
     print(f"{args.model}{settings}: {len(problems)} problems x 5, {os.cpu_count()} CPU cores, {cpu_model() or 'cpu'}")
+    print(f"small batches: {forest.status()}")
     print(f"top-10 latency ms: median {statistics.median(times):.2f}, p90 {np.quantile(times, 0.9):.2f}, "
           f"max {max(times):.2f}")  # fmt: skip
     if args.breakdown:
@@ -66,8 +70,8 @@ def main() -> None:
 
 
 def parse_settings(text: str) -> list[str]:
-    """`NAME=INT,NAME=INT` (or `shipped`: none) as a list of NAME=INT items, checked."""
-    items = [] if text == "shipped" else text.split(",")
+    """`NAME=INT,NAME=INT` (or `shipped` / `xgboost`: none) as a list of NAME=INT items, checked."""
+    items = [] if text in ("shipped", "xgboost") else text.split(",")
     for item in items:
         name, _, value = item.partition("=")
         if name not in SETTINGS or not value.isdigit():
@@ -88,21 +92,31 @@ def interleaved(model, problems, names: list[str], settings: list[list[str]]) ->
     """Each problem: a warm-up call, then 5 timed calls, under each of `settings` in turn."""
     shipped = apply_settings(model, [])
     times: list[list[float]] = [[] for _ in settings]
+    same = [0] * len(settings)
+    before = os.environ.get("AUTOHEUR_FOREST")
     for p in problems:
+        first = None
         for i, items in enumerate(settings):
             apply_settings(model, items, shipped)
-            model.top_k(p, 10)
+            os.environ["AUTOHEUR_FOREST"] = "0" if names[i] == "xgboost" else "1"
+            top = [c.config_id for c, _ in model.top_k(p, 10)]
+            first = top if first is None else first
+            same[i] += top == first
             for _ in range(5):
                 t0 = time.perf_counter()
                 model.top_k(p, 10)
                 times[i].append((time.perf_counter() - t0) * 1e3)
     apply_settings(model, [], shipped)
+    os.environ.pop("AUTOHEUR_FOREST")
+    if before is not None:
+        os.environ["AUTOHEUR_FOREST"] = before
     print(f"{len(problems)} problems x 5, interleaved, {os.cpu_count()} CPU cores, {cpu_model() or 'cpu'}")
+    print(f"small batches (all but xgboost): {forest.status()}")
     base = np.asarray(times[0])
-    for name, t in zip(names, times, strict=True):
+    for i, (name, t) in enumerate(zip(names, times, strict=True)):
         ratio = np.median(np.asarray(t) / base)
         print(f"  {name}: median {statistics.median(t):.2f} ms, p90 {np.quantile(t, 0.9):.2f}, "
-              f"median ratio to {names[0]} {ratio:.3f}")  # fmt: skip
+              f"median ratio to {names[0]} {ratio:.3f}; same top 10: {same[i]} of {len(problems)}")  # fmt: skip
 
 
 def breakdown(model, problems) -> None:

@@ -1,0 +1,175 @@
+"""forest.py: the compiled walk of a booster's trees gives XGBoost's scores bit for bit, or steps aside."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import xgboost as xgb
+
+from autoheur.collect.workloads import public_problems
+from autoheur.models import artifact, forest
+from autoheur.models.rankers import booster_predict
+
+needs_library = pytest.mark.skipif(forest._library() is None, reason=f"forest: {forest.status()}")
+
+
+def _rows(rng, n: int, f: int) -> np.ndarray:
+    X = rng.normal(size=(n, f)).astype(np.float32)
+    X[:, 0] = np.round(X[:, 0])  # ties with the split values, on both sides of `x < split`
+    return X
+
+
+@pytest.fixture(scope="module")
+def boosters():
+    rng = np.random.default_rng(0)
+    X = _rows(rng, 600, 9)
+    y = X[:, 0] * 2 + np.sin(3 * X[:, 1]) + X[:, 2] * X[:, 3] + 0.1 * rng.normal(size=len(X))
+    reg = xgb.XGBRegressor(n_estimators=40, max_depth=7, learning_rate=0.3, n_jobs=1, base_score=0.37).fit(X, y)
+    qid = np.repeat(np.arange(30), 20)
+    rel = np.clip(np.round(y - y.min()), 0, 8).astype(int)
+    rank = xgb.XGBRanker(n_estimators=25, max_depth=5, objective="rank:pairwise", n_jobs=1).fit(X, rel, qid=qid)
+    lossguide = xgb.XGBRegressor(n_estimators=15, grow_policy="lossguide", max_leaves=40, max_depth=0, n_jobs=1)
+    return {
+        "regressor": reg.get_booster(),
+        "ranker": rank.get_booster(),
+        "lossguide": lossguide.fit(X, y).get_booster(),
+    }
+
+
+@needs_library
+@pytest.mark.parametrize("name", ["regressor", "ranker", "lossguide"])
+def test_scores_are_xgboost_bit_for_bit(boosters, name):
+    booster = boosters[name]
+    X = _rows(np.random.default_rng(1), 300, 9)
+    rounds = booster.num_boosted_rounds()
+    for begin, end in [(0, 0), (0, 10), (10, rounds), (3, 4), (5, 5)]:
+        for n in (1, 7, 8, 9, 64, 65, 300):  # the C routine's 8-row lanes and 64-row blocks, and their tails
+            want = booster.inplace_predict(X[:n], iteration_range=(begin, end)).astype(np.float64)
+            got = forest.forest_predict(booster, X[:n], begin, end)
+            assert got is not None
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} rounds [{begin}, {end}) rows {n}")
+
+
+@needs_library
+def test_the_shipped_models_score_as_xgboost_and_list_the_same_configs(monkeypatch):
+    """Every booster of each shipped model, on rows whose values sit on and beside its split values, and each
+    model's top 10 of the public problems with the walk on and off."""
+    rng = np.random.default_rng(2)
+    for path in artifact.shipped_models():
+        model = artifact.TrainedModel.load(path)
+        experts = [model.ranker._expert(e) for e in range(len(model.ranker.experts_ or ()))] or [model.ranker]
+        for ex in experts:
+            rr = getattr(ex, "reranker_", None)
+            for booster in [m.get_booster() for m in ex.members_] + ([rr.get_booster()] if rr is not None else []):
+                f = forest.forest_of(booster)
+                assert f is not None, path
+                inner = f.nodes["child"][:, 0] != np.arange(len(f.nodes))
+                X = np.empty((200, f.n_features), np.float32)
+                for j in range(f.n_features):
+                    split = f.nodes["thr"][inner & (f.nodes["feat"] == j)]
+                    pick = rng.choice(split if len(split) else np.zeros(1, np.float32), len(X))
+                    X[:, j] = np.where(rng.random(len(X)) < 0.5, pick, np.nextafter(pick, np.float32(-np.inf)))
+                for begin, end in [(0, 0), (0, 50), (50, booster.num_boosted_rounds())]:
+                    want = booster.inplace_predict(X, iteration_range=(begin, end)).astype(np.float64)
+                    np.testing.assert_array_equal(forest.forest_predict(booster, X, begin, end), want)
+        for p in public_problems()[:6]:
+            on = [c.config_id for c, _ in model.top_k(p, 10)]
+            monkeypatch.setenv("AUTOHEUR_FOREST", "0")
+            off = [c.config_id for c, _ in model.top_k(p, 10)]
+            monkeypatch.delenv("AUTOHEUR_FOREST")
+            assert on == off, (path.name, p.name)
+
+
+@needs_library
+def test_it_steps_aside_where_xgboost_should_score(boosters, monkeypatch):
+    booster = boosters["regressor"]
+    X = _rows(np.random.default_rng(3), forest.MAX_ROWS + 1, 9)
+    assert forest.forest_predict(booster, X) is None  # a big batch: XGBoost's threads
+    assert forest.forest_predict(booster, X[:0]) is None
+    assert forest.forest_predict(booster, X[:5, :8]) is None  # not the booster's features
+    nan = X[:5].copy()
+    nan[2, 1] = np.nan  # a missing value: XGBoost's default directions
+    assert forest.forest_predict(booster, nan) is None
+    want = booster.inplace_predict(nan).astype(np.float64)
+    np.testing.assert_array_equal(booster_predict(booster, nan), want)
+    monkeypatch.setenv("AUTOHEUR_FOREST", "0")
+    assert forest.forest_predict(booster, X[:5]) is None
+    assert forest.status().startswith("off")
+    with pytest.raises(ValueError, match="iteration range"):
+        forest.forest_of(booster).predict(X[:5], 7, 3)
+
+
+def test_boosters_it_does_not_read_go_to_xgboost():
+    rng = np.random.default_rng(4)
+    X = _rows(rng, 200, 4)
+    frame = pd.DataFrame(X, columns=list("abcd")).assign(c=pd.Categorical(rng.integers(0, 5, len(X))))
+    cat = xgb.XGBRegressor(n_estimators=5, enable_categorical=True, tree_method="hist", n_jobs=1, max_cat_to_onehot=1)
+    cat = cat.fit(frame, X[:, 0] + frame["c"].cat.codes).get_booster()
+    multi = xgb.XGBClassifier(n_estimators=3, n_jobs=1).fit(X, rng.integers(0, 3, len(X))).get_booster()
+    for booster, why in [(cat, "categorical"), (multi, "several outputs")]:
+        assert forest.forest_of(booster) is None
+        assert why in forest._FORESTS[booster]
+    assert forest.forest_predict(multi, X[:5]) is None
+
+
+def test_no_compiler_means_xgboost_and_a_reason(boosters, monkeypatch, tmp_path):
+    monkeypatch.setattr(forest, "_state", {})
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # a compiler that fails
+    booster = boosters["regressor"]
+    X = _rows(np.random.default_rng(5), 20, 9)
+    assert forest.forest_predict(booster, X) is None
+    assert "not compiled" in forest.status() and "false failed" in forest.status()
+    np.testing.assert_array_equal(booster_predict(booster, X), booster.inplace_predict(X).astype(np.float64))
+    assert not list(tmp_path.rglob("*.so"))
+
+
+def test_the_routine_is_compiled_once_into_the_cache(monkeypatch, tmp_path):
+    if forest._compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setattr(forest, "_state", {})
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path))
+    assert forest._library() is not None
+    (lib,) = tmp_path.rglob("*.so")
+    assert str(lib) in forest.status() and lib.parent == tmp_path / "forest"
+    stamp = lib.stat().st_mtime_ns
+    monkeypatch.setattr(forest, "_state", {})
+    assert forest._library() is not None and lib.stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    assert [p.name for p in lib.parent.iterdir()] == [lib.name]  # no temporary left
+
+
+def test_ubjson_reads_what_xgboost_writes_as_its_json_says(boosters):
+    booster = boosters["lossguide"]
+    ubj = forest.ubjson_loads(bytes(booster.save_raw("ubj")))
+    ref = json.loads(booster.save_raw("json"))
+
+    def same(a, b, where="$"):
+        if isinstance(b, dict):
+            assert isinstance(a, dict) and a.keys() == b.keys(), where
+            for k in b:
+                same(a[k], b[k], f"{where}.{k}")
+        elif isinstance(b, list) and not (isinstance(a, np.ndarray)):
+            assert isinstance(a, list) and len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                same(x, y, f"{where}[{i}]")
+        elif isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, np.asarray(b, dtype=a.dtype), err_msg=where)
+        elif isinstance(b, float):
+            assert np.float32(a) == np.float32(b), where
+        else:
+            assert a == b, where
+
+    same(ubj, ref)
+
+
+def test_ubjson_refuses_what_it_does_not_read():
+    doc = forest.ubjson_loads(b"{i\x01aSi\x02hii\x01b[$l#i\x02\x00\x00\x00\x01\xff\xff\xff\xffi\x01c[TZi\x05]}")
+    assert doc["a"] == "hi" and doc["c"] == [True, None, 5]
+    np.testing.assert_array_equal(doc["b"], [1, -1])
+    for bad, msg in [(b"{i\x01aT}x", "after the document"), (b"X", "unknown marker"), (b"[$l]", "without a count"),
+                     (b"{$i#i\x01}", "optimized objects"), (b"Sd", "expected an integer")]:  # fmt: skip
+        with pytest.raises(ValueError, match=msg):
+            forest.ubjson_loads(bad)
