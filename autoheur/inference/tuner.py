@@ -188,16 +188,18 @@ class Tuner:
             return self._pool
 
     def prepare(self, device: int | None = None, wait: bool = False) -> None:
-        """Load this GPU's model and import the kernel now (with AUTOHEUR_COMPILE_IN=processes, also start the compile
-        workers), so that the first call of a new shape pays for compiling and timing its candidates only (a serving
-        process calls this once at start-up). `wait`: return once every worker is up."""
+        """Load this GPU's model, ready to score, and import the kernel now (with AUTOHEUR_COMPILE_IN=processes, also
+        start the compile workers), so that the first call of a new shape pays for compiling and timing its
+        candidates only (a serving process calls this once at start-up). `wait`: return once every worker is up."""
         import autoheur.kernels.grouped_gemm  # noqa: F401  (triton and the kernel's module)
         from autoheur.device import current_device_spec
         from autoheur.kernels.validate import _device_spec
 
         gpu = torch.cuda.is_available() and not interpreting()
         spec = _device_spec(device) if gpu and device is not None else current_device_spec()
-        self.model(spec.name)
+        model = self.model(spec.name)
+        if model is not None:
+            model.prepare_scoring()
         workers = compile_workers(top_k_setting(), gpu)  # as many as a predicted top-k uses, not every core
         if gpu and tune_mode() != "off" and workers > 1 and compile_in() == "processes":
             started = self.compile_pool().warm(workers)

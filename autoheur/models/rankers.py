@@ -242,6 +242,14 @@ class XGBRankerModel(_Boosted):
     def _expert(self, e: int) -> XGBRankerModel:
         return self.experts_.get(e, self.experts_[self.fallback_])
 
+    def boosters(self) -> list:
+        """Every fitted booster this model scores with: its experts', its members', its re-ranker's."""
+        if getattr(self, "experts_", None):
+            return [b for e in self.experts_.values() for b in e.boosters()]
+        members = getattr(self, "members_", None) or [self.model_]
+        reranker = getattr(self, "reranker_", None)
+        return [m.get_booster() for m in members] + ([reranker.get_booster()] if reranker is not None else [])
+
     def _masked(self, X: np.ndarray) -> np.ndarray:
         ignored = getattr(self, "ignore_features", ())  # models pickled before the field have none
         if not ignored:

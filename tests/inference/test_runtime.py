@@ -277,6 +277,23 @@ def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
     assert sum("no shipped model" in str(x.message) for x in w) == 1
 
 
+def test_prepare_loads_the_model_ready_to_score(monkeypatch):
+    from autoheur.models import artifact
+
+    class Model:
+        ready = 0
+
+        def prepare_scoring(self):
+            Model.ready += 1
+            return "stub"
+
+    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None: (Model(), "stub"))
+    tuner = tuner_mod.Tuner()
+    tuner.prepare()
+    tuner.prepare()  # the model is loaded once; its scoring readied at each prepare (a no-op once built)
+    assert Model.ready == 2 and len(tuner._models) == 1
+
+
 def test_the_tuning_log_line_says_when_the_model_extrapolates(monkeypatch, caplog):
     class Model:
         meta = {"model": "stub"}

@@ -46,7 +46,7 @@ def test_scores_are_xgboost_bit_for_bit(boosters, name):
     X = _rows(np.random.default_rng(1), 300, 9)
     rounds = booster.num_boosted_rounds()
     for begin, end in [(0, 0), (0, 10), (10, rounds), (3, 4), (5, 5)]:
-        for n in (1, 7, 8, 9, 64, 65, 300):  # the C routine's 8-row lanes and 64-row blocks, and their tails
+        for n in (1, 15, 16, 17, 64, 65, 300):  # the C routine's 16-row lanes and 64-row blocks, and their tails
             want = booster.inplace_predict(X[:n], iteration_range=(begin, end)).astype(np.float64)
             got = forest.forest_predict(booster, X[:n], begin, end)
             assert got is not None
@@ -102,6 +102,15 @@ def test_it_steps_aside_where_xgboost_should_score(boosters, monkeypatch):
         forest.forest_of(booster).predict(X[:5], 7, 3)
 
 
+@needs_library
+def test_a_booster_loaded_over_is_read_again(boosters):
+    booster = xgb.Booster(model_file=boosters["ranker"].save_raw("ubj"))
+    X = _rows(np.random.default_rng(6), 20, 9)
+    np.testing.assert_array_equal(booster_predict(booster, X), boosters["ranker"].inplace_predict(X))
+    booster.load_model(boosters["regressor"].save_raw("ubj"))  # 40 rounds, not 25: the same object, another model
+    np.testing.assert_array_equal(booster_predict(booster, X), boosters["regressor"].inplace_predict(X))
+
+
 def test_boosters_it_does_not_read_go_to_xgboost():
     rng = np.random.default_rng(4)
     X = _rows(rng, 200, 4)
@@ -113,6 +122,19 @@ def test_boosters_it_does_not_read_go_to_xgboost():
         assert forest.forest_of(booster) is None
         assert why in forest._FORESTS[booster]
     assert forest.forest_predict(multi, X[:5]) is None
+
+
+def test_a_model_document_out_of_range_is_not_read(boosters):
+    doc = forest.ubjson_loads(bytes(boosters["ranker"].save_raw("ubj")))
+    tree = doc["learner"]["gradient_booster"]["model"]["trees"][3]
+    inner = int(np.flatnonzero(tree["left_children"] >= 0)[0])
+    tree["right_children"][inner] = len(tree["left_children"])  # a child past its tree's nodes
+    with pytest.raises(forest.Unsupported, match="out of range"):
+        forest.Forest.from_model(doc)
+    tree["right_children"][inner] = inner + 1
+    tree["split_indices"][inner] = 9  # the booster has 9 features: 0-8
+    with pytest.raises(forest.Unsupported, match="out of range"):
+        forest.Forest.from_model(doc)
 
 
 def test_no_compiler_means_xgboost_and_a_reason(boosters, monkeypatch, tmp_path):
@@ -173,3 +195,18 @@ def test_ubjson_refuses_what_it_does_not_read():
                      (b"{$i#i\x01}", "optimized objects"), (b"Sd", "expected an integer")]:  # fmt: skip
         with pytest.raises(ValueError, match=msg):
             forest.ubjson_loads(bad)
+
+
+def test_prepare_scoring_reads_every_booster_of_a_shipped_model(monkeypatch):
+    model = artifact.TrainedModel.load(artifact.shipped_models()[0])
+    boosters = model.ranker.boosters()
+    experts = model.ranker.experts_.values() if model.ranker.experts_ else [model.ranker]
+    assert len(boosters) == sum(len(e.members_) + (e.reranker_ is not None) for e in experts)
+    monkeypatch.setenv("AUTOHEUR_FOREST", "0")
+    assert model.prepare_scoring().startswith("off")
+    assert not any(b in forest._FORESTS for b in boosters)
+    monkeypatch.delenv("AUTOHEUR_FOREST")
+    status = model.prepare_scoring()
+    if forest._library() is None:
+        pytest.skip(f"forest: {status}")
+    assert all(isinstance(forest._FORESTS.get(b), forest.Forest) for b in boosters)
