@@ -1,5 +1,5 @@
-"""What the benchmarks share: the record of where and how a run was taken (GPU or CPU), the geometric mean, and a
-result printed and written as JSON."""
+"""What the benchmarks share: the record of where and how a run was taken (GPU or CPU), the geometric mean, a CPU
+call's median time, and a result printed and written as JSON."""
 
 from __future__ import annotations
 
@@ -39,6 +39,19 @@ def geomean(xs) -> float:
     """Geometric mean; NaN for no values, and a NaN among them stays NaN (a failed measurement shows, not vanishes)."""
     xs = list(xs)
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
+
+
+def median_ms(f, n: int = 20, warm: int = 1) -> float:
+    """Median wall time of `n` calls of `f()` in ms, after `warm` untimed calls (CPU work: no GPU synchronization)."""
+    for _ in range(warm):
+        f()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return (times[(n - 1) // 2] + times[n // 2]) / 2 * 1e3
 
 
 def print_json(result, out: str | None = None) -> int:

@@ -5,13 +5,17 @@ compiled walk (one thread); median of 20 calls a batch, then the median over the
 checked equal. Run from the repository root on a quiet host."""
 
 import os
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from autoheur.collect.workloads import public_problems, workload
-from autoheur.models import forest, rankers
-from autoheur.models.artifact import TrainedModel
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from autoheur.collect.workloads import public_problems, workload  # noqa: E402
+from autoheur.models import forest, rankers  # noqa: E402
+from autoheur.models.artifact import TrainedModel  # noqa: E402
+from benchmarks.common import median_ms  # noqa: E402
 
 model = TrainedModel.load("models/nvidia-h100-80gb-hbm3.joblib")
 problems = public_problems() + workload("default", 130, seed=1)[18:118]
@@ -31,24 +35,14 @@ rankers.booster_predict = inner
 print(f"{len(batches)} batches; {forest.status()}")
 
 
-def ms(f, n=20):
-    f()
-    ts = []
-    for _ in range(n):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return np.median(ts) * 1e3
-
-
 per_pass: dict[int, list] = {}
 for i, (b, X, s, e) in enumerate(batches):
     os.environ["AUTOHEUR_FOREST"] = "0"
     want = inner(b, X, s, e)
-    xgb_ms = ms(lambda b=b, X=X, s=s, e=e: inner(b, X, s, e))
+    xgb_ms = median_ms(lambda b=b, X=X, s=s, e=e: inner(b, X, s, e))
     os.environ["AUTOHEUR_FOREST"] = "1"
     assert np.array_equal(inner(b, X, s, e), want)
-    walk_ms = ms(lambda b=b, X=X, s=s, e=e: inner(b, X, s, e))
+    walk_ms = median_ms(lambda b=b, X=X, s=s, e=e: inner(b, X, s, e))
     trees = (e or b.num_boosted_rounds()) - s
     per_pass.setdefault(i % 3, []).append((len(X), trees, xgb_ms, walk_ms))
 for k, recs in sorted(per_pass.items()):
