@@ -112,10 +112,7 @@ class TrainedModel:
         forest.py's node arrays (~0.15 s a booster) and its compiled routine. Returns forest.status()."""
         from autoheur.models import forest
 
-        if forest.enabled() and hasattr(self.ranker, "boosters") and forest._library() is not None:
-            for booster in self.ranker.boosters():
-                forest.forest_of(booster)
-        return forest.status()
+        return forest.prepare(self.ranker.boosters() if hasattr(self.ranker, "boosters") else ())
 
     # -- files ----------------------------------------------------------------------------------------------------
 

@@ -319,6 +319,14 @@ def status() -> str:
     return _state["why"]
 
 
+def prepare(boosters) -> str:
+    """Read `boosters` into node arrays and build the routine now, not at their first small batch; status()."""
+    if enabled() and _library() is not None:
+        for booster in boosters:
+            forest_of(booster)
+    return status()
+
+
 def forest_of(booster) -> Forest | None:
     """The booster's Forest, built once a booster (again if its rounds changed, as loading a model into the same
     Booster would), or None where it is not read (see Unsupported)."""
