@@ -393,6 +393,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
+    scorer = model.prepare_scoring() if model is not None else None  # not in predict_ms: once a process
     t0 = time.perf_counter()
     if model is None:
         top = [(cid, None) for cid in fallback_list()[: args.top]]
@@ -407,6 +408,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         "device": device_name,
         "source": how,
         "predict_ms": round(ms, 2),
+        "scorer": scorer,
         "heldout_best10_geomean": confidence,
         "extrapolating": outside,
         "top": [{"config": c, "score": s} for c, s in top],

@@ -234,6 +234,7 @@ def test_predict_cli(trained, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["top"]) == 5 and all(isinstance(t["score"], float) for t in out["top"])
+    assert out["scorer"].startswith(("compiled", "not compiled", "off"))  # forest.status(): how small batches score
     assert main(["predict", "--groups", "8", "--n", "1024", "--k", "2048", "--model", str(path)]) == 2
     assert "sizes, or total and routing" in capsys.readouterr().err
     assert main(["predict", "--public", "no-such-problem", "--model", str(path)]) == 2
