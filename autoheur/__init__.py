@@ -4,6 +4,15 @@
 by prediction plus a brief autotune (imported lazily: `import autoheur` stays cheap for the command line).
 """
 
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Where autoheur keeps what it builds at run time (tuned configs, the compiled tree walk): $AUTOHEUR_CACHE_DIR,
+    else ~/.cache/autoheur."""
+    return Path(os.environ.get("AUTOHEUR_CACHE_DIR") or Path.home() / ".cache" / "autoheur")
+
 
 def __getattr__(name: str):
     if name == "grouped_mm":

@@ -17,13 +17,10 @@ import os
 import threading
 from pathlib import Path
 
+from autoheur import cache_dir
 from autoheur.inference.aten import choice_from_id
 from autoheur.inference.key import KEY_VERSION
 from autoheur.kernels.config import SPACE_HASH
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("AUTOHEUR_CACHE_DIR") or Path.home() / ".cache" / "autoheur")
 
 
 def environment_tag(device_name: str, aten: bool = False) -> str:

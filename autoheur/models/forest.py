@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from autoheur import cache_dir
+
 MAX_ROWS = 2048  # above it XGBoost's threaded predictor is as fast (its per-call setup a small share)
 
 _SOURCE = r"""
@@ -258,8 +260,8 @@ def enabled() -> bool:
 
 
 def library_dir() -> Path:
-    """Where the compiled routine goes: beside the tuned-config cache (autoheur/inference/cache.py)."""
-    return Path(os.environ.get("AUTOHEUR_CACHE_DIR") or Path.home() / ".cache" / "autoheur") / "forest"
+    """Where the compiled routine goes: beside the tuned configs (autoheur.cache_dir())."""
+    return cache_dir() / "forest"
 
 
 def _compiler() -> list[str] | None:
