@@ -118,6 +118,19 @@ def problem_config_matrix(
 _N_PC = N_PROBLEM + len(CONFIG_FEATURES)
 
 
+def problem_vector(problem: Problem, device: Mapping) -> np.ndarray:
+    """The PROBLEM_FEATURES of `problem` on `device` (float32, N_PROBLEM): the first columns of each row of its
+    problem_config_matrix, without the configs."""
+    pfeat = problem_features(ProblemArrays.from_problem(problem), device_params(device))
+    return np.array([pfeat[name] for name in PROBLEM_FEATURES], dtype=np.float32).reshape(-1)
+
+
+def prepare_configs(configs: tuple[KernelConfig, ...], elem_bytes: int, device: Mapping) -> None:
+    """Build and cache now what `problem_config_matrix` reads of a candidate tuple for problems of `elem_bytes`-byte
+    elements on `device` (its config arrays and their problem-free features), which its first call would."""
+    _config_block(config_arrays(configs), float(elem_bytes), device_params(device), True)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _ConfigBlock:
     """What inference needs of a candidate set that does not depend on the problem."""

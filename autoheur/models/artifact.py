@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from autoheur.features import FEATURE_NAMES, features_hash
-from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
+from autoheur.kernels.config import SPACE_HASH, KernelConfig, Ragged, Signature, all_configs, feasible_mask
 from autoheur.models.rankers import Ranker
 
 FORMAT_VERSION = 1
@@ -56,6 +56,7 @@ class TrainedModel:
     ranker: Ranker
     meta: dict = field(default_factory=dict)
     _candidates: dict = field(default_factory=dict, repr=False, compare=False)  # (signature, device) -> configs
+    _feasible_sets: dict = field(default_factory=dict, repr=False, compare=False)  # (mask, device) -> configs
 
     # -- inference ------------------------------------------------------------------------------------------------
 
@@ -69,19 +70,28 @@ class TrainedModel:
 
     def candidates(self, problem, device: dict) -> tuple[KernelConfig, ...]:
         """The feasible configs of `problem` on `device`; one tuple per (signature, device), kept (the feature code
-        caches a tuple's config arrays by identity)."""
+        caches a tuple's config arrays by identity), and one tuple per distinct feasible set: signatures that differ
+        only where feasibility does not look (the layout) share it, and with it its cached arrays."""
+        key = (problem.signature(), device["name"])
+        hit = self._candidates.get(key)
+        if hit is None:
+            hit = self._candidates[key] = self._feasible(key[0], device)
+        return hit
+
+    def _feasible(self, sig, device: dict) -> tuple[KernelConfig, ...]:
         from autoheur.device import DeviceSpec
 
-        key = (problem.signature(), device["name"])
-        if key not in self._candidates:
-            spec = DeviceSpec.from_dict({k: device[k] for k in DeviceSpec.__dataclass_fields__})
-            self._candidates[key] = tuple(feasible_configs(key[0], spec))
-        return self._candidates[key]
+        spec = DeviceSpec.from_dict({k: device[k] for k in DeviceSpec.__dataclass_fields__})
+        mask = feasible_mask(sig, spec)
+        key = (mask.tobytes(), device["name"])
+        if key not in self._feasible_sets:
+            space = all_configs()
+            self._feasible_sets[key] = tuple(space[i] for i in np.flatnonzero(mask).tolist())
+        return self._feasible_sets[key]
 
     def extrapolation(self, problem, device: dict | None = None) -> list[str]:
         """The problem features of `problem` outside the range the model was trained on (empty: inside it)."""
-        from autoheur.features import problem_config_matrix
-        from autoheur.features.core import N_PROBLEM
+        from autoheur.features.core import N_PROBLEM, problem_vector
 
         out = []
         kinds = self.meta.get("problem_kinds")  # models trained before it was recorded: ranges only
@@ -92,7 +102,7 @@ class TrainedModel:
         if not ranges:
             return out
         device = device or self.device
-        x = problem_config_matrix(problem, self.candidates(problem, device)[:1], device)[0, :N_PROBLEM]
+        x = problem_vector(problem, device)
         for name, v in zip(FEATURE_NAMES[:N_PROBLEM], x.tolist(), strict=True):
             lo, hi = ranges[name]
             if v < lo - 1e-6 or v > hi + 1e-6:
@@ -108,10 +118,18 @@ class TrainedModel:
         return [(configs[i], float(scores[i])) for i in order]
 
     def prepare_scoring(self) -> str:
-        """Build what scoring needs now rather than on the first top_k of each expert: the ranker's boosters read into
-        forest.py's node arrays (~0.15 s a booster) and its compiled routine. Returns forest.status()."""
+        """Build what scoring needs now rather than on the first top_k: the ranker's boosters read into forest.py's
+        node arrays (~0.15 s a booster) and its compiled routine, and the candidate sets (with their feature arrays)
+        of the training device for the element sizes the model was trained on, TMA-aligned or not (~1-2 ms each on
+        a first call otherwise). Returns forest.status()."""
+        from autoheur.features.core import prepare_configs
         from autoheur.models import forest
+        from autoheur.problem import DTYPES
 
+        sizes = sorted({DTYPES[kind[1]].itemsize for kind in self.meta.get("problem_kinds") or () if kind[1] in DTYPES})
+        for elem in sizes:
+            for aligned in (True, False):
+                prepare_configs(self._feasible(Signature(Ragged.M, elem, aligned), self.device), elem, self.device)
         return forest.prepare(self.ranker.boosters() if hasattr(self.ranker, "boosters") else ())
 
     # -- files ----------------------------------------------------------------------------------------------------

@@ -258,6 +258,27 @@ def test_problem_config_matrix_equals_feature_matrix_and_accepts_every_config_fo
     assert F.config_arrays(all_configs()) is F.config_arrays(all_configs())  # a tuple is cached by identity
 
 
+def test_problem_vector_is_the_problem_columns_of_the_matrix():
+    from autoheur.features.core import N_PROBLEM, problem_vector
+
+    for dev in (H100, SMALL_SMEM):
+        for p in PROBLEMS:
+            v = problem_vector(p, dev)
+            assert v.dtype == np.float32 and v.shape == (N_PROBLEM,)
+            np.testing.assert_array_equal(v, F.problem_config_matrix(p, feasible(p, dev)[:3], dev)[0, :N_PROBLEM])
+
+
+def test_prepare_configs_caches_what_the_matrix_reads():
+    from autoheur.features import core
+
+    cfgs = tuple(feasible(PROBLEMS[0], H100))
+    core.prepare_configs(cfgs, DTYPES[PROBLEMS[0].dtype].itemsize, H100)
+    key = (id(F.config_arrays(cfgs)), float(DTYPES[PROBLEMS[0].dtype].itemsize), F.device_params(H100))
+    block = core._BLOCKS[key][1]
+    F.problem_config_matrix(PROBLEMS[0], cfgs, H100)
+    assert core._BLOCKS[key][1] is block  # the matrix found it, built nothing
+
+
 def test_one_candidate_tuple_across_dtypes_and_devices_keeps_each_its_own_features():
     # inference keeps what depends only on the configs per tuple, element size and device: calls that alternate
     # them must each get their own (fp32 and fp16 problems, two devices, the same tuple object)

@@ -157,11 +157,23 @@ def test_feasible_count_2dx3d_bf16_h100():
         assert {getattr(c, axis) for c in feasible} == set(getattr(cfgmod, axis.upper())), axis
 
 
-def test_feasible_configs_matches_infeasible_reason():
-    for sig in (SIG_BF16_M, Signature(Ragged.K, 4, False)):
-        feasible = set(feasible_configs(sig, H100_SXM))
-        for c in all_configs():
-            assert (c in feasible) == (infeasible_reason(c, sig, H100_SXM) is None)
+@pytest.mark.parametrize("elem_bytes", [1, 2, 4])
+@pytest.mark.parametrize("tma_aligned", [True, False])
+def test_feasible_configs_matches_infeasible_reason(elem_bytes, tma_aligned):
+    """The whole-space rule (feasible_mask, what feasible_configs reads) against the config-by-config one, on devices
+    that bind each rule: shared memory (small and huge), no TMA, and registers (a 1 MB block lets every config past
+    shared memory, leaving the register and warp-specialization rules alone to decide)."""
+    sig = Signature(Ragged.K, elem_bytes, tma_aligned)
+    devices = (
+        H100_SXM, A100_LIKE, dataclasses.replace(H100_SXM, smem_per_block_optin=100 * 1024),
+        dataclasses.replace(H100_SXM, smem_per_block_optin=1 << 20),
+    )  # fmt: skip
+    for device in devices:
+        mask = cfgmod.feasible_mask(sig, device)
+        assert mask.shape == (len(all_configs()),) and mask.dtype == bool
+        want = [infeasible_reason(c, sig, device) is None for c in all_configs()]
+        assert mask.tolist() == want, device
+        assert feasible_configs(sig, device) == [c for c, ok in zip(all_configs(), want, strict=True) if ok]
 
 
 @pytest.mark.parametrize("elem_bytes", [2, 4])

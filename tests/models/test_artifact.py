@@ -451,3 +451,29 @@ def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset
     monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
     assert main([*args, "--aux-new-only", "--splits", "h100:group_kfold"]) == 2
     assert "--aux-for" in capsys.readouterr().err and not loads
+
+
+def test_prepare_scoring_readies_the_candidates_and_their_features(trained, monkeypatch):
+    """After prepare_scoring, a top_k of an element size the model was trained on builds no candidate tuple and no
+    config-side features (what its first call paid, ~5-10 ms), and ranks as an unprepared model does; layouts with
+    the same feasible set share one candidate tuple."""
+    import autoheur.features.core as core
+
+    model, path = trained
+    fresh = TrainedModel.load(path)
+    problems = [p for p in public_problems() if p.dtype == "bfloat16"]
+    want = {p.name: [c.config_id for c, _ in fresh.top_k(p, 10)] for p in problems[:6]}
+    prepared = TrainedModel.load(path)
+    prepared.prepare_scoring()
+    built = []
+    real = core._config_block
+    sets = dict(prepared._feasible_sets)
+    assert len(sets) == 2  # bfloat16, TMA-aligned or not
+    seen = lambda c, elem, dev, cache: built.append((id(c), elem, dev) in core._BLOCKS) or real(c, elem, dev, cache)
+    monkeypatch.setattr(core, "_config_block", seen)
+    for p in problems[:6]:
+        assert [c.config_id for c, _ in prepared.top_k(p, 10)] == want[p.name]
+    assert prepared._feasible_sets == sets
+    assert built and all(built)  # every call found its block cached
+    by_layout = {prepared.candidates(p, prepared.device) for p in problems if p.signature().tma_aligned}
+    assert len(by_layout) == 1
