@@ -3,7 +3,7 @@ under 2 minutes on 2 CPU cores). Run it on an otherwise idle machine.
 
 Loads the dataset (not timed), then fits `XGBRankerModel()` as `autoheur train` does (timed: `fit_s`), then again
 step by step to show where the time goes (unless --no-steps): per layout expert, the row subsample, each ensemble
-member, the near-best re-ranker (one after another here; `fit` runs each expert's three fits side by side). The
+member, the near-best re-ranker (one after another here; `fit` runs each expert's fits side by side). The
 record names the CPU model: the lent 2-core machines differ between sessions.
 
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
@@ -116,6 +116,8 @@ def main() -> None:
         "cores": os.cpu_count(),
         "load_s": round(load_s, 1),
         "fit_s": round(fit_s, 1),
+        # each expert's wall, and each of its side-by-side fits'
+        "fit_seconds": {k: round(v, 1) for k, v in model.fit_seconds_.items()},
         "fit_s_own": fit_s_own,
         "rows_per_problem": model.per_problem,
         "fit_s_at_rows": by_rows,

@@ -20,6 +20,7 @@ import ctypes
 import json
 import numbers
 import os
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -223,12 +224,18 @@ class XGBRankerModel(_Boosted):
         route = self._route(train.X)
         self.experts_: dict[int, XGBRankerModel] = {}
         problems: dict[int, int] = {}
+        seconds: dict[str, float] = {}  # each expert's wall ("all": its rows chosen and its fits) and each fit's
         for e in np.unique(route).tolist():
             within = route == e
             expert = replace(self, experts=())
             expert.experts_ = None
+            t0 = time.perf_counter()
             self.experts_[e] = expert._fit_within(train, within)
+            name = self.experts[e] if e < len(self.experts) else "the rest"
+            seconds[f"{name}: all"] = time.perf_counter() - t0
+            seconds.update({f"{name}: {k}": v for k, v in expert.fit_seconds_.items()})
             problems[e] = int(train.frame["problem_id"][within].nunique())
+        self.fit_seconds_ = seconds
         # a kind no training problem had goes to the expert of the most problems (never an error at inference)
         self.fallback_ = max(problems, key=lambda e: problems[e])
         self.objective_ = self.experts_[self.fallback_].objective_
@@ -303,7 +310,8 @@ class XGBRankerModel(_Boosted):
         ]
         if self.rerank_top > 0:
             jobs.append(lambda n: self._fit_reranker(train, n_jobs=n, within=within))
-        fitted = self._side_by_side(jobs)
+        names = [f"member {o} seed {s}" for o, s in zip(objectives, seeds, strict=True)]
+        fitted = self._side_by_side(jobs, names + ["reranker"] * (self.rerank_top > 0))
         self.members_ = fitted[: len(objectives)]
         imp = np.mean([m.feature_importances_ for m in self.members_], axis=0)
         self.feature_importances_ = dict(zip(FEATURE_NAMES, imp.tolist(), strict=True))
@@ -326,17 +334,32 @@ class XGBRankerModel(_Boosted):
         out[rows] = near[keys.codes] if coded else near
         return out
 
-    def _side_by_side(self, jobs: list[Callable[[int | None], object]]) -> list:
+    def _side_by_side(self, jobs: list[Callable[[int | None], object]], names: list[str]) -> list:
         """Run independent fits, each a function of its XGBoost thread count, on threads of their own sharing the
         cores (`n_jobs`, or all), one thread each on 2 cores: XGBoost's histogram building does not keep 2 threads
         busy, and side by side the fits do (benchmarks/train_time.py). XGBoost's models do not depend on the thread
-        count (tests/models/test_rankers.py checks it), so the fit is the same as one after another."""
+        count (tests/models/test_rankers.py checks it), so the fit is the same as one after another. Each job's wall
+        seconds go to `fit_seconds_` under its name (`autoheur train` prints them: where the fit's time went).
+        One pool for every expert's fits was tried and dropped at stop 67: the largest expert's lead bounds the fit
+        (BENCHMARKS.md, "Learned ranking", stop 67)."""
         cores = self.n_jobs if self.n_jobs and self.n_jobs > 0 else (os.cpu_count() or 1)
+        seconds = {}
+
+        def timed(job, name, n):
+            t0 = time.perf_counter()
+            out = job(n)
+            seconds[name] = time.perf_counter() - t0
+            return out
+
         if len(jobs) < 2 or cores < 2:
-            return [job(self.n_jobs) for job in jobs]
-        per = max(1, cores // len(jobs))
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            return [f.result() for f in [pool.submit(job, per) for job in jobs]]
+            out = [timed(job, name, self.n_jobs) for job, name in zip(jobs, names, strict=True)]
+        else:
+            per = max(1, cores // len(jobs))
+            with ThreadPoolExecutor(len(jobs)) as pool:
+                futures = [pool.submit(timed, job, name, per) for job, name in zip(jobs, names, strict=True)]
+                out = [f.result() for f in futures]
+        self.fit_seconds_ = {name: seconds[name] for name in names}
+        return out
 
     def _check_features(self) -> None:
         weighted = {f for f, _ in self.query_weights}

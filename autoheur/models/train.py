@@ -80,6 +80,8 @@ def train(
     ranker = make_model(model, **params).fit(train_set)
     fit_s = time.perf_counter() - t1
     log(f"fitted {model} on all {len(train_set.problems)} problems in {fit_s:.1f} s")
+    if getattr(ranker, "fit_seconds_", None):  # where the fit's time went (XGBRankerModel)
+        log("  " + ", ".join(f"{k} {v:.1f} s" for k, v in ranker.fit_seconds_.items()))
     meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
     meta["auxiliary"] = [
         {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),

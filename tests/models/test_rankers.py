@@ -459,6 +459,13 @@ def test_experts_fitted_side_by_side_are_the_experts_fitted_one_fit_after_anothe
     assert two.feature_importances_ == one.feature_importances_
     for e in one.experts_:
         assert two.experts_[e].reranker_ is not None and len(two.experts_[e].members_) == 2
+    # where the time went: each expert's wall and each of its fits', by name
+    fits = [f"member {o} seed 0" for o in ENSEMBLE_MEMBERS] + ["reranker"]
+    for m in (one, two):
+        want = [f"{name}: {job}" for name in ("layout_2d2d", "the rest") for job in ("all", *fits)]
+        assert sorted(m.fit_seconds_) == sorted(want) and all(t > 0 for t in m.fit_seconds_.values())
+        for name in ("layout_2d2d", "the rest"):
+            assert m.fit_seconds_[f"{name}: all"] >= max(m.fit_seconds_[f"{name}: {job}"] for job in fits)
 
 
 def test_a_kind_no_expert_saw_goes_to_the_largest(h100_slice):
