@@ -10,7 +10,8 @@ record names the CPU model: the lent 2-core machines differ between sessions.
   python benchmarks/train_time.py --no-steps --rows 128,96   # the fit at other rows per problem (top: a quarter)
   python benchmarks/train_time.py --no-steps --max-bins 128,64   # the fit with fewer histogram bins (speed only)
   python benchmarks/train_time.py --no-steps --aux data/nvidia-h200 --aux-new-only   # the fit with auxiliary data, as
-      # `autoheur train --aux ... --aux-new-only` fits it (`fit_s`), beside the fit on the dataset alone (`fit_s_own`)
+      # `autoheur train --aux ... --aux-new-only` fits it (`fit_s`), beside the fit on the dataset alone (`fit_s_own`);
+      # add `--aux-share 0.5` for the shipped H100 recipe's fit
 """
 
 from __future__ import annotations
@@ -91,11 +92,12 @@ def main() -> None:
     ap.add_argument("--max-bins", help="comma-separated XGBoost histogram bins to time the default fit at")
     ap.add_argument("--aux", action="append", default=[], help="auxiliary dataset, as `autoheur train --aux`")
     ap.add_argument("--aux-new-only", action="store_true", help="as `autoheur train --aux-new-only`")
+    ap.add_argument("--aux-share", type=float, default=1.0, help="as `autoheur train --aux-share` (the fit_s fit's)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     train, own = load_train_set(args.data, args.aux, args.aux_new_only)
     load_s = time.perf_counter() - t0
-    model = XGBRankerModel()
+    model = XGBRankerModel(aux_share=args.aux_share)
     t0 = time.perf_counter()
     model.fit(train)
     fit_s = time.perf_counter() - t0
@@ -108,6 +110,7 @@ def main() -> None:
         "data": args.data,
         "aux": args.aux,
         "aux_new_only": args.aux_new_only,
+        "aux_share": args.aux_share,
         "problems": int(train.frame["problem_id"].nunique()),
         "own_problems": len(own.problems),
         "rows": len(train.frame),
