@@ -194,7 +194,7 @@ def _space_columns() -> _SpaceColumns:
 
 def feasible_mask(sig: Signature, device: DeviceSpec) -> np.ndarray:
     """Boolean array over all_configs(): `infeasible_reason(c, sig, device) is None`, for the whole space in a few
-    array operations (~0.1 ms against ~8 ms config by config: the first prediction of each signature pays it)."""
+    array operations (~0.2 ms against ~8 ms config by config: the first prediction of each signature pays it)."""
     c = _space_columns()
     acc = acc_regs_per_thread(c)
     ok = (smem_bytes(c, sig.elem_bytes) <= device.smem_per_block_optin) & (acc <= MAX_ACC_REGS)
