@@ -9,6 +9,7 @@ record names the CPU model: the lent 2-core machines differ between sessions.
   python benchmarks/train_time.py [--data data/nvidia-h100-80gb-hbm3] [--out result.json] [--no-steps]
   python benchmarks/train_time.py --no-steps --rows 128,96   # the fit at other rows per problem (top: a quarter)
   python benchmarks/train_time.py --no-steps --max-bins 128,64   # the fit with fewer histogram bins (speed only)
+  python benchmarks/train_time.py --no-steps --rounds 450x0.1,350x0.13   # the fit at other boosting rounds x step
   python benchmarks/train_time.py --no-steps --aux data/nvidia-h200 --aux-new-only   # the fit with auxiliary data, as
       # `autoheur train --aux ... --aux-new-only` fits it (`fit_s`), beside the fit on the dataset alone (`fit_s_own`);
       # add `--aux-share 0.5` for the shipped H100 recipe's fit
@@ -59,6 +60,17 @@ def _ints(text: str | None) -> list[int]:
     return [int(v) for v in text.split(",")] if text else []
 
 
+def _rounds(text: str | None) -> list[tuple[str, int, float]]:
+    """Parse "450x0.1,350x0.13" into [("450x0.1", 450, 0.1), ("350x0.13", 350, 0.13)]."""
+    out = []
+    for item in text.split(",") if text else []:
+        trees, sep, step = item.partition("x")
+        if not sep:
+            raise SystemExit(f"--rounds {item!r}: expected TREESxSTEP, e.g. 450x0.1")
+        out.append((item, int(trees), float(step)))
+    return out
+
+
 def _fit_s(model: XGBRankerModel, train) -> float:
     """Seconds `model.fit(train)` takes, to 0.1 s."""
     t0 = time.perf_counter()
@@ -90,6 +102,9 @@ def main() -> None:
         "--rows", help="comma-separated rows per problem to time the fit at, each with a quarter of them the top ones"
     )
     ap.add_argument("--max-bins", help="comma-separated XGBoost histogram bins to time the default fit at")
+    ap.add_argument(
+        "--rounds", help="comma-separated TREESxSTEP (e.g. 450x0.1) to time the fit at, at the fit_s fit's --aux-share"
+    )
     ap.add_argument("--aux", action="append", default=[], help="auxiliary dataset, as `autoheur train --aux`")
     ap.add_argument("--aux-new-only", action="store_true", help="as `autoheur train --aux-new-only`")
     ap.add_argument("--aux-share", type=float, default=1.0, help="as `autoheur train --aux-share` (the fit_s fit's)")
@@ -104,6 +119,10 @@ def main() -> None:
     fit_s_own = _fit_s(XGBRankerModel(), own) if args.aux else None
     by_rows = {r: _fit_s(XGBRankerModel(per_problem=r, top=r // 4), train) for r in _ints(args.rows)}
     by_bins = {b: _fit_s(XGBRankerModel(max_bin=b), train) for b in _ints(args.max_bins)}
+    by_rounds = {
+        r: _fit_s(XGBRankerModel(aux_share=args.aux_share, n_estimators=t, learning_rate=lr), train)
+        for r, t, lr in _rounds(args.rounds)
+    }
 
     steps, sub_rows = ({}, None) if args.no_steps else _steps(train)
     res = {
@@ -125,6 +144,7 @@ def main() -> None:
         "rows_per_problem": model.per_problem,
         "fit_s_at_rows": by_rows,
         "fit_s_at_max_bin": by_bins,
+        "fit_s_at_rounds": by_rounds,
         "steps_s": {k: round(v, 1) for k, v in steps.items()},
         "date": time.strftime("%Y-%m-%d"),
     }

@@ -638,6 +638,16 @@ def test_train_time_joins_the_auxiliary_sets_as_train_does(monkeypatch):
     assert not loads
 
 
+def test_train_time_rounds_parse_trees_and_step():
+    """benchmarks/train_time.py --rounds: each TREESxSTEP item gives its label, tree count and step; an item without
+    the x is refused with the expected form."""
+    train_time = _load("train_time")
+    assert train_time._rounds("450x0.1,350x0.13") == [("450x0.1", 450, 0.1), ("350x0.13", 350, 0.13)]
+    assert train_time._rounds(None) == []
+    with pytest.raises(SystemExit, match="TREESxSTEP"):
+        train_time._rounds("450")
+
+
 def test_same_model_tells_refits_apart_by_their_boosters(tmp_path, monkeypatch, capsys):
     """benchmarks/same_model.py: the same fit twice gives the same digests (exit 0); a fit of another seed differs in
     the booster it changed and nowhere else, and the script exits 1."""
