@@ -251,6 +251,14 @@ VARIANTS["aux_half_t350_lr13"] = lambda seed: XGBRankerModel(
 # 90% (the H200's leave-one-family-out did not: 89.88%, so the shipped H200 model is still stop 70's)
 
 
+# stop 72: the sampled 2D x 2D lost most at 350 x 0.13 (-0.58 points over two seeds); its expert alone back at 450 x
+# 0.1, the rest at 350 x 0.13 (that expert fits a third of the rows, so about +10 s on the H100). Run with --aux
+# data/nvidia-h200 --aux-new-only
+VARIANTS["aux_half_t350_lr13_x2d2d450"] = lambda seed: XGBRankerModel(
+    random_state=seed, aux_share=0.5, n_estimators=350, learning_rate=0.13, expert_rounds=(("layout_2d2d", 450, 0.1),)
+)
+
+
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
 # and each of its experts). Only how a fitted model scores changes, so they are scored on the same fits as that
 # variant (asked for alone, it is fitted and reported too). Stop 57, for predict latency on the 2-core hosts: fewer
