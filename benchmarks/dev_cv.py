@@ -257,6 +257,11 @@ VARIANTS["aux_half_t350_lr13"] = lambda seed: XGBRankerModel(
 VARIANTS["aux_half_t350_lr13_x2d2d450"] = lambda seed: XGBRankerModel(
     random_state=seed, aux_share=0.5, n_estimators=350, learning_rate=0.13, expert_rounds=(("layout_2d2d", 450, 0.1),)
 )
+# Measured (seed 0, the H200's 3,033 new problems): oracle in the top 10 89.78% against aux_half_t350_lr13's 89.70%
+# (719 misses against 725: 6 grad_b, 2 sampled 2D x 2D more found, every other kind the same), best-of-10 and top-1
+# level, in 835.5 s against 719.0 s (+16%; both runs shared the 2 cores with other work for a minute or two, so rough).
+# Not adopted: a gain of 6 problems in 7,036 is within a seed's spread, for most of the H100 fit's margin under 2
+# minutes (97.8 s at stop 71; +16% would be about 113 s on that host)
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
