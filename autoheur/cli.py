@@ -230,6 +230,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
             aux=args.aux or (), **({} if args.aux_rows is None else {"aux_rows": args.aux_rows or None}),
             heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only, aux_share=args.aux_share,
+            rounds=args.rounds,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
@@ -252,6 +253,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from autoheur.models.data import AUX_ROWS, check_thinned, load_ranking_set
     from autoheur.models.evaluate import (
         auxiliary_only,
+        boosting_rounds,
         check_aux_new_only,
         check_aux_share,
         cross_validate,
@@ -275,6 +277,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         params = family_params(families.pop())
         if args.aux_share is not None:
             params["xgb_ranker"] = {**params.get("xgb_ranker", {}), "aux_share": args.aux_share}
+        boosted = boosting_rounds(models, args.rounds)  # refused when no named model is boosted
+        for name in models if boosted else ():
+            if {"n_estimators", "learning_rate"} <= set(make_model(name).get_params()):
+                params[name] = {**params.get(name, {}), **boosted}
         paths = {Path(d).name.replace("nvidia-", "").split("-")[0]: d for d in args.data}
         # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
         thin = auxiliary_only(list(paths), _csv(args.splits), args.aux_for or ())
@@ -587,6 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-share", type=float, metavar="S",
                    help="an auxiliary problem's share of the training rows a fit samples per problem, in (0, 1] "
                         "(xgb_ranker; default 1: as many as an own problem's; 0.5 fits faster)")  # fmt: skip
+    p.add_argument("--rounds", metavar="TREESxSTEP",
+                   help="the boosted model's trees and step (learning rate), e.g. 350x0.13, the shipped H100 model's "
+                        "(fit under 2 minutes); default: the model's own, 450x0.1 for xgb_ranker")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_train)
@@ -615,6 +624,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fold-seed", type=int, default=0,
                    help="the seed of group_kfold's shuffled folds (default 0, the draw `autoheur train` reports; "
                         "another gives the same procedure on another split of the problems)")  # fmt: skip
+    p.add_argument("--rounds", metavar="TREESxSTEP",
+                   help="every boosted model's trees and step (xgb_ranker, xgb_regressor), as `autoheur train "
+                        "--rounds`")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_eval)

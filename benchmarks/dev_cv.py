@@ -251,6 +251,19 @@ VARIANTS["aux_half_t350_lr13"] = lambda seed: XGBRankerModel(
 # 90% (the H200's leave-one-family-out did not: 89.88%, so the shipped H200 model is still stop 70's)
 
 
+# stop 72: the sampled 2D x 2D lost most at 350 x 0.13 (-0.58 points over two seeds); its expert alone back at 450 x
+# 0.1, the rest at 350 x 0.13 (that expert fits a third of the rows, so about +10 s on the H100). Run with --aux
+# data/nvidia-h200 --aux-new-only
+VARIANTS["aux_half_t350_lr13_x2d2d450"] = lambda seed: XGBRankerModel(
+    random_state=seed, aux_share=0.5, n_estimators=350, learning_rate=0.13, expert_rounds=(("layout_2d2d", 450, 0.1),)
+)
+# Measured (seed 0, the H200's 3,033 new problems): oracle in the top 10 89.78% against aux_half_t350_lr13's 89.70%
+# (719 misses against 725: 6 grad_b, 2 sampled 2D x 2D more found, every other kind the same), best-of-10 and top-1
+# level, in 835.5 s against 719.0 s (+16%; both runs shared the 2 cores with other work for a minute or two, so rough).
+# Not adopted: a gain of 6 problems in 7,036 is within a seed's spread, for most of the H100 fit's margin under 2
+# minutes (97.8 s at stop 71; +16% would be about 113 s on that host)
+
+
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
 # and each of its experts). Only how a fitted model scores changes, so they are scored on the same fits as that
 # variant (asked for alone, it is fitted and reported too). Stop 57, for predict latency on the 2-core hosts: fewer

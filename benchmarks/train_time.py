@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.models.data import load_auxiliary, load_ranking_set, new_problems_only, sample_rows  # noqa: E402
-from autoheur.models.rankers import ENSEMBLE, XGBRankerModel  # noqa: E402
+from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, parse_rounds  # noqa: E402
 from benchmarks.common import cpu_model  # noqa: E402
 
 
@@ -64,10 +64,10 @@ def _rounds(text: str | None) -> list[tuple[str, int, float]]:
     """Parse "450x0.1,350x0.13" into [("450x0.1", 450, 0.1), ("350x0.13", 350, 0.13)]."""
     out = []
     for item in text.split(",") if text else []:
-        trees, sep, step = item.partition("x")
-        if not sep:
-            raise SystemExit(f"--rounds {item!r}: expected TREESxSTEP, e.g. 450x0.1")
-        out.append((item, int(trees), float(step)))
+        try:
+            out.append((item, *parse_rounds(item)))
+        except ValueError as exc:
+            raise SystemExit(f"--{exc}") from None
     return out
 
 

@@ -22,7 +22,7 @@ from sklearn.model_selection import GroupKFold
 
 from autoheur.models.data import RankingSet, check_thinned, new_problems_only
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import RANKERS, check_aux_share_value
+from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds, parse_rounds
 
 # Kernels under ~0.1 ms are where timing noise between near-equal configs matters most (and where timing protocol v1
 # datasets timed launch overhead, data/README.md): report them apart.
@@ -189,6 +189,19 @@ def check_aux_share(aux_share: float | None, has_aux: bool, flag: str) -> None:
     check_aux_share_value(aux_share)
     if not has_aux:
         raise ValueError(f"aux_share: no auxiliary data to sample ({flag})")
+
+
+def boosting_rounds(models: str | Sequence[str], rounds: tuple[int, float] | str | None) -> dict:
+    """`rounds` (trees, step; or "TREESxSTEP") as the n_estimators / learning_rate overrides of a boosted model,
+    checked before any data loads: {} for None; refused when no model of `models` is boosted."""
+    if rounds is None:
+        return {}
+    trees, step = parse_rounds(rounds) if isinstance(rounds, str) else rounds
+    check_rounds(trees, step)
+    names = [models] if isinstance(models, str) else list(models)
+    if not any({"n_estimators", "learning_rate"} <= set(make_model(n).get_params()) for n in names):
+        raise ValueError(f"rounds: no boosted model to give them among {names} (xgb_ranker and xgb_regressor are)")
+    return {"n_estimators": int(trees), "learning_rate": float(step)}
 
 
 def auxiliary_only(names: Sequence[str], splits: Sequence[str], aux_for: Sequence[str]) -> list[str]:

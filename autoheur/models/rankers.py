@@ -196,6 +196,9 @@ class XGBRankerModel(_Boosted):
     # CV (BENCHMARKS.md, "Learned ranking", stop 40) the oracle in the top 10 rose on both seeds, on 2D x 2D and on
     # the public forward problems alike, for the same fit time (the experts split the same rows).
     experts: tuple[str, ...] = ("layout_2d2d",)
+    # An expert's own boosting budget: (expert, trees, step) triples, the expert named as in `experts` or "rest" (the
+    # last); an expert not named takes n_estimators / learning_rate. () gives every expert the model's budget.
+    expert_rounds: tuple[tuple[str, int, float], ...] = ()
     # 64 histogram bins (the regressor baseline keeps XGBoost's 256), since stop 55: on stop 54's dev CV (inner 5-fold
     # of the H100 GroupKFold's first fold, 7,036 problems, two seeds) 64 bins read level with 256 (oracle in the top
     # 10 88.02% / 88.00% against 87.83% / 88.10%, best-of-10 no worse) at 9-10% less fit time (BENCHMARKS.md,
@@ -207,17 +210,16 @@ class XGBRankerModel(_Boosted):
     # 450 trees of depth 10 put the oracle in the top 10 of 89.16% / 89.37% of problems (seeds 0 / 1) against
     # 88.26% / 88.26%, top-1 P10 0.957 / 0.958 against 0.955 / 0.955, at 1.7x the fit time; depth 10 alone and 450
     # trees alone each gained about half as much (seed 0) (BENCHMARKS.md, "Learned ranking", stop 60).
-    # 350 of them at a step of 0.13 (450 x 0.1 until stop 71), for the H100 fit under 2 minutes on 2 cores (142.5 s
-    # at stop 70 on an AMD EPYC host, 119.3 s at stop 69 on an Intel Xeon): the fit's time goes with the rounds, and
-    # every other lever was measured before and bought no time (column sampling, one pool for the four fits) or cost
-    # more hit rate for it (fewer rows, pairs or re-ranker trees). On the dev CV (the shipped H100 recipe, seeds 0 /
-    # 1) the oracle in the top 10 read 89.70% / 89.31% against 89.62% / 89.91%, best-of-10 and top-1 level, at 23%
-    # less fit time; 300 x 0.15 read 88.97% (seed 0). Adopted for the H100 model, whose held-out splits stay over the
-    # 90% target (GroupKFold 90.13%, leave-one-family-out 90.15%). Not for the H200's: fitted so, its leave-one-family-
-    # out read 89.88% against 91.15%, so the shipped H200 model is still stop 70's 450 x 0.1 (BENCHMARKS.md, "Learned
-    # ranking", stop 71). A budget per device is the open step.
-    n_estimators: int = 350
-    learning_rate: float = 0.13
+    # The H100 model is fitted with 350 of them at a step of 0.13 (`autoheur train --rounds 350x0.13`, since stop 71),
+    # for its fit under 2 minutes on 2 cores (142.5 s at 450 x 0.1 on stop 70's AMD EPYC host, 97.8 s so): the fit's
+    # time goes with the rounds, and every other lever was measured before and bought no time (column sampling, one
+    # pool for the four fits) or cost more hit rate for it (fewer rows, pairs or re-ranker trees). It costs: on the dev
+    # CV (the shipped H100 recipe, seeds 0 / 1) the oracle in the top 10 read 89.70% / 89.31% against 89.62% / 89.91%
+    # (-0.26 points), and the H200 model fitted so read 89.88% on its leave-one-family-out against 91.15%. So the
+    # default stays 450 x 0.1 (the default at stop 71 only; BENCHMARKS.md, "Learned ranking", stops 71 and 72), the
+    # H200 model's budget, and the shorter one is the H100 model's, for its fit-time target.
+    n_estimators: int = 450
+    learning_rate: float = 0.1
     max_depth: int = 10
 
     def _route(self, X: np.ndarray) -> np.ndarray:
@@ -232,12 +234,13 @@ class XGBRankerModel(_Boosted):
         rows, and a copy of the whole set per expert would not fit in memory (the H200's training set with its
         auxiliary data is 12.5 million rows)."""
         route = self._route(train.X)
+        rounds = self._expert_rounds()
         self.experts_: dict[int, XGBRankerModel] = {}
         problems: dict[int, int] = {}
         seconds: dict[str, float] = {}  # each expert's wall ("all": its rows chosen and its fits) and each fit's
         for e in np.unique(route).tolist():
             within = route == e
-            expert = replace(self, experts=())
+            expert = replace(self, experts=(), expert_rounds=(), **rounds.get(e, {}))
             expert.experts_ = None
             t0 = time.perf_counter()
             self.experts_[e] = expert._fit_within(train, within)
@@ -255,6 +258,18 @@ class XGBRankerModel(_Boosted):
             for f in FEATURE_NAMES
         }  # fmt: skip
         return self
+
+    def _expert_rounds(self) -> dict[int, dict]:
+        """expert index -> its n_estimators / learning_rate, from `expert_rounds` (checked)."""
+        names = [*self.experts, "rest"]
+        out: dict[int, dict] = {}
+        for item in getattr(self, "expert_rounds", ()):  # models pickled before the field have none
+            if len(item) != 3 or item[0] not in names:
+                raise ValueError(f"expert_rounds: {item!r}: expected (expert, trees, step), the expert one of {names}")
+            name, trees, step = item
+            check_rounds(trees, step)
+            out[names.index(name)] = {"n_estimators": int(trees), "learning_rate": float(step)}
+        return out
 
     def _expert(self, e: int) -> XGBRankerModel:
         return self.experts_.get(e, self.experts_[self.fallback_])
@@ -279,6 +294,8 @@ class XGBRankerModel(_Boosted):
         self._check_features()
         if self.experts:
             return self._fit_experts(train)
+        if getattr(self, "expert_rounds", ()):
+            raise ValueError(f"expert_rounds={self.expert_rounds!r}: this model has no experts to give them")
         self.experts_ = None
         return self._fit_within(train, None)
 
@@ -790,6 +807,27 @@ def check_aux_share_value(share: float) -> None:
         raise ValueError(f"aux_share={share!r}: expected a share in (0, 1] of an own problem's training rows")
 
 
+def check_rounds(trees: int, step: float) -> None:
+    """A boosting budget: a positive count of trees and a step (learning rate) in (0, 1]."""
+    if isinstance(trees, bool) or not isinstance(trees, numbers.Integral) or trees < 1:
+        raise ValueError(f"trees={trees!r}: expected a positive count of boosting rounds")
+    if isinstance(step, bool) or not isinstance(step, numbers.Real) or not 0 < step <= 1:
+        raise ValueError(f"step={step!r}: expected a learning rate in (0, 1]")
+
+
+def parse_rounds(text: str) -> tuple[int, float]:
+    """Parse "450x0.1" into (450, 0.1): boosting rounds and their step (learning rate), checked."""
+    trees, sep, step = str(text).strip().partition("x")
+    try:
+        out = (int(trees), float(step))
+    except ValueError:
+        sep = ""
+    if not sep:
+        raise ValueError(f"rounds {text!r}: expected TREESxSTEP, e.g. 450x0.1 (450 trees at a learning rate of 0.1)")
+    check_rounds(*out)
+    return out
+
+
 def check_thresholds(thresholds: Sequence[float]) -> None:
     """Relevance thresholds: strictly increasing, from 1.0 (the oracle) up, at most 31 of them (xgboost's
     exponential-gain NDCG takes labels up to 31)."""
@@ -1018,7 +1056,7 @@ FAMILY_PARAMS: dict[str, dict[str, dict]] = {
             "max_bin": 256,  # the bins its shipped model was fitted with (the triton family's 64 came later)
             "n_estimators": 300,  # and its trees (the triton family's 450 of depth 10 came at stop 60)
             "max_depth": 8,
-            "learning_rate": 0.1,  # and its step (the triton family's 350 x 0.13 came at stop 71)
+            "learning_rate": 0.1,
         }
     }
 }

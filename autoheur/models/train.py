@@ -14,7 +14,14 @@ from pathlib import Path
 from autoheur.collect.store import DatasetStore
 from autoheur.models.artifact import TrainedModel, build_meta
 from autoheur.models.data import AUX_ROWS, check_thinned, load_auxiliary, load_ranking_set, new_problems_only
-from autoheur.models.evaluate import check_aux_share, group_kfold, make_model, run_split, summarize_splits
+from autoheur.models.evaluate import (
+    boosting_rounds,
+    check_aux_share,
+    group_kfold,
+    make_model,
+    run_split,
+    summarize_splits,
+)
 from autoheur.models.rankers import DEFAULT, FixedList, family_params
 
 
@@ -30,6 +37,7 @@ def train(
     heldout_problems: str | Path | None = None,
     aux_new_only: bool = False,
     aux_share: float | None = None,
+    rounds: tuple[int, float] | str | None = None,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
@@ -40,10 +48,13 @@ def train(
     columns of `autoheur eval --report`'s per-problem files), e.g. to name the problems behind the min.
     `aux_new_only`: keep only the auxiliary problems this dataset lacks (another device's copies of its own problems
     left out), as `benchmarks/dev_cv.py --aux-new-only` measured it. `aux_share`: an auxiliary problem's share of the
-    rows the fit samples per problem (the ranker's `aux_share`; None: its default, 1.0), e.g. 0.5 for a shorter fit."""
+    rows the fit samples per problem (the ranker's `aux_share`; None: its default, 1.0), e.g. 0.5 for a shorter fit.
+    `rounds`: (trees, step) or "TREESxSTEP", the boosted model's n_estimators and learning_rate (None: its defaults,
+    or its family's), e.g. (350, 0.13) for the H100 model's fit under 2 minutes (README.md)."""
     check_aux_share(aux_share, bool(aux), "--aux DATA")
     if aux_share is not None and "aux_share" not in make_model(model).get_params():
         raise ValueError(f"aux_share: model {model!r} does not sample auxiliary rows (xgb_ranker does)")
+    rounds_params = boosting_rounds(model, rounds)
     if aux_new_only and not aux:
         raise ValueError("aux_new_only: no auxiliary dataset to keep the new problems of (--aux DATA)")
     if aux_rows is not None and aux_rows < 4:
@@ -53,6 +64,7 @@ def train(
     params = {**family_params(family).get(model, {}), **(params or {})}
     if aux_share is not None:
         params["aux_share"] = aux_share
+    params.update(rounds_params)
     t0 = time.perf_counter()
     if aux:
         check_thinned(make_model(model, **params), aux_rows)  # before the data loads

@@ -424,6 +424,62 @@ def test_eval_aux_share_reaches_the_ranker_and_is_checked_first(mini_dataset, tm
     assert "(0, 1]" in capsys.readouterr().err and not loads
 
 
+def test_train_rounds_set_the_boosting_budget_and_are_checked_first(mini_dataset, tmp_path, monkeypatch):
+    """--rounds TREESxSTEP: the ranker's n_estimators and learning_rate (over the family's and the given params),
+    recorded in the model's metadata; a malformed budget, or one for a model that is not boosted, is refused
+    before any data loads."""
+    from autoheur.models import train as train_module
+
+    small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1, "rerank_top": 0}
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, rounds="7x0.3")
+    assert (model.meta["params"]["n_estimators"], model.meta["params"]["learning_rate"]) == (7, 0.3)
+    assert {e.n_estimators for e in model.ranker.experts_.values()} == {7}
+    booster = model.ranker.experts_[model.ranker.fallback_].boosters()[0]
+    assert booster.num_boosted_rounds() == 7
+
+    def no_load(*a, **k):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(train_module, "load_ranking_set", no_load)
+    kw = {"heldout_folds": 0, "log": lambda s: None, "params": small}
+    step = r"learning rate in \(0, 1\]"
+    for bad, match in (("450", "TREESxSTEP"), ("x0.1", "TREESxSTEP"), ("0x0.1", "positive count"),
+                       ("450x0", step), ((450, 2.0), step)):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            train(mini_dataset, "xgb_ranker", rounds=bad, **kw)
+    with pytest.raises(ValueError, match="no boosted model"):
+        train(mini_dataset, "fixed_list", rounds="450x0.1", heldout_folds=0, log=lambda s: None)
+    out = str(tmp_path / "m.joblib")
+    assert main(["train", "--data", str(mini_dataset), "--rounds", "450", "--out", out]) == 2
+
+
+def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_dataset, monkeypatch, capsys):
+    """`autoheur eval --rounds TREESxSTEP` gives xgb_ranker and xgb_regressor that budget and no other model;
+    refused before anything loads when malformed or when no named model is boosted."""
+    from autoheur.models import data, evaluate
+
+    got = []
+
+    def spy(sets, models, splits, params=None, **kw):
+        got.append(params)
+        raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(evaluate, "cross_validate", spy)
+    args = ["eval", "--data", str(mini_dataset), "--splits", "group_kfold"]
+    assert main([*args, "--models", "xgb_ranker,xgb_regressor,fixed_list", "--rounds", "350x0.13"]) == 2
+    assert "stopped by the test" in capsys.readouterr().err
+    (params,) = got
+    for name in ("xgb_ranker", "xgb_regressor"):
+        assert (params[name]["n_estimators"], params[name]["learning_rate"]) == (350, 0.13)
+    assert "n_estimators" not in params.get("fixed_list", {})
+    loads = []
+    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    assert main([*args, "--models", "fixed_list,nearest", "--rounds", "350x0.13"]) == 2
+    assert "no boosted model" in capsys.readouterr().err
+    assert main([*args, "--models", "xgb_ranker", "--rounds", "350"]) == 2
+    assert "TREESxSTEP" in capsys.readouterr().err and not loads
+
+
 def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset, tmp_path, monkeypatch, capsys):
     """`autoheur eval --aux-for h100 --aux-new-only`: each within-device split of the H100 set trains on the H200's
     problems the H100 set lacks, never on the H200's copies of its own; without --aux-for it is refused before

@@ -479,6 +479,41 @@ def test_a_kind_no_expert_saw_goes_to_the_largest(h100_slice):
     np.testing.assert_array_equal(m.predict(test), XGBRankerModel(experts=(), **kw).fit(train).predict(test))
 
 
+def test_an_expert_with_its_own_rounds_is_that_model_fitted_alone(h100_slice):
+    """`expert_rounds` gives the named expert its own trees and step: its scores are those of the single model
+    fitted alone with that budget; the other expert keeps the model's budget."""
+    pids = h100_slice.problems
+    train, test = h100_slice.subset(pids[::2]), h100_slice.subset(pids[1::2])
+    kw = dict(n_estimators=6, learning_rate=0.1, max_depth=3, n_jobs=1, rerank_top=8)
+    m = XGBRankerModel(**kw, expert_rounds=(("layout_2d2d", 9, 0.3),)).fit(train)
+    assert (m.experts_[0].n_estimators, m.experts_[0].learning_rate) == (9, 0.3)
+    assert (m.experts_[1].n_estimators, m.experts_[1].learning_rate) == (6, 0.1)
+    for two_d_two_d, own in ((True, dict(n_estimators=9, learning_rate=0.3)), (False, {})):
+        part, part_test = _by_layout(train, two_d_two_d), _by_layout(test, two_d_two_d)
+        want = XGBRankerModel(experts=(), **{**kw, **own}).fit(part).predict(part_test)
+        mask = test.frame["problem_id"].isin(set(part_test.problems)).to_numpy()
+        np.testing.assert_array_equal(m.predict(test)[mask], want)
+    other = XGBRankerModel(**kw, expert_rounds=(("rest", 9, 0.3),)).fit(train)
+    assert (other.experts_[1].n_estimators, other.experts_[0].n_estimators) == (9, 6)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ((("layout_3d3d", 9, 0.3),), "expected \\(expert, trees, step\\)"),
+        ((("layout_2d2d", 9),), "expected \\(expert, trees, step\\)"),
+        ((("layout_2d2d", 0, 0.3),), "positive count"),
+        ((("layout_2d2d", 9, 1.5),), "learning rate in"),
+    ],
+)
+def test_expert_rounds_are_checked_before_any_fit(h100_slice, bad, match):
+    train = h100_slice.subset(h100_slice.problems[:4])
+    with pytest.raises(ValueError, match=match):
+        XGBRankerModel(expert_rounds=bad).fit(train)
+    with pytest.raises(ValueError, match="no experts"):
+        XGBRankerModel(experts=(), expert_rounds=(("rest", 9, 0.3),)).fit(train)
+
+
 def test_experts_must_name_a_known_feature_the_model_reads(h100_slice):
     train = h100_slice.subset(h100_slice.problems[:4])
     with pytest.raises(ValueError, match="unknown features"):
