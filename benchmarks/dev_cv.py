@@ -246,9 +246,10 @@ VARIANTS["aux_half_t350_lr13"] = lambda seed: XGBRankerModel(
 )
 # Measured (the H200's 2,742 new problems): 300 x 0.15 (seed 0) 88.97% against aux_half's 89.62% (stop 70), in 426 s
 # against 567 s; 350 x 0.13 89.70% / 89.31% against 89.62% / 89.91% (seeds 0 / 1; seed 1's aux_half run here: 538 s
-# against 414 s), best-of-10 and top-1 level. Two seeds: -0.26 points for 23% less fit time. Adopted (= "aux_half"
-# since): it brings the H100 fit under 2 minutes on the slower lent host while the H100's held-out splits stay over
-# 90% (the H200's leave-one-family-out did not: 89.88%, so the shipped H200 model is still stop 70's)
+# against 414 s), best-of-10 and top-1 level. Two seeds: -0.26 points for 23% less fit time. Adopted for the H100
+# model (`autoheur train --rounds 350x0.13`): it brings the H100 fit under 2 minutes on the slower lent host while the
+# H100's held-out splits stay over 90% (the H200's leave-one-family-out did not: 89.88%). It was the ranker's default
+# at stop 71 only, so "aux_half" is 450 x 0.1 again, the default since stop 72
 
 
 # stop 72: the sampled 2D x 2D lost most at 350 x 0.13 (-0.58 points over two seeds); its expert alone back at 450 x
