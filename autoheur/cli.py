@@ -257,6 +257,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_aux_new_only,
         check_aux_share,
         cross_validate,
+        is_boosted,
         make_model,
         tuning_cost,
     )
@@ -279,7 +280,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             params["xgb_ranker"] = {**params.get("xgb_ranker", {}), "aux_share": args.aux_share}
         boosted = boosting_rounds(models, args.rounds)  # refused when no named model is boosted
         for name in models if boosted else ():
-            if {"n_estimators", "learning_rate"} <= set(make_model(name).get_params()):
+            if is_boosted(name):
                 params[name] = {**params.get(name, {}), **boosted}
         paths = {Path(d).name.replace("nvidia-", "").split("-")[0]: d for d in args.data}
         # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it

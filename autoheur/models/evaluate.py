@@ -191,6 +191,11 @@ def check_aux_share(aux_share: float | None, has_aux: bool, flag: str) -> None:
         raise ValueError(f"aux_share: no auxiliary data to sample ({flag})")
 
 
+def is_boosted(name: str) -> bool:
+    """Whether model `name` takes a boosting budget (n_estimators and learning_rate): xgb_ranker, xgb_regressor."""
+    return {"n_estimators", "learning_rate"} <= set(make_model(name).get_params())
+
+
 def boosting_rounds(models: str | Sequence[str], rounds: tuple[int, float] | str | None) -> dict:
     """`rounds` (trees, step; or "TREESxSTEP") as the n_estimators / learning_rate overrides of a boosted model,
     checked before any data loads: {} for None; refused when no model of `models` is boosted."""
@@ -199,7 +204,7 @@ def boosting_rounds(models: str | Sequence[str], rounds: tuple[int, float] | str
     trees, step = parse_rounds(rounds) if isinstance(rounds, str) else rounds
     check_rounds(trees, step)
     names = [models] if isinstance(models, str) else list(models)
-    if not any({"n_estimators", "learning_rate"} <= set(make_model(n).get_params()) for n in names):
+    if not any(is_boosted(n) for n in names):
         raise ValueError(f"rounds: no boosted model to give them among {names} (xgb_ranker and xgb_regressor are)")
     return {"n_estimators": int(trees), "learning_rate": float(step)}
 
