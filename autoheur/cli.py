@@ -230,7 +230,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
             aux=args.aux or (), **({} if args.aux_rows is None else {"aux_rows": args.aux_rows or None}),
             heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only, aux_share=args.aux_share,
-            rounds=args.rounds,
+            rounds=args.rounds, aux_problems=args.aux_problems,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
@@ -249,7 +249,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     import time
 
-    from autoheur.collect.store import DatasetStore
+    from autoheur.collect.store import DatasetStore, read_problem_ids
     from autoheur.models.data import AUX_ROWS, check_thinned, load_ranking_set
     from autoheur.models.evaluate import (
         auxiliary_only,
@@ -269,6 +269,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not 0 <= args.fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
             raise ValueError(f"--fold-seed {args.fold_seed}: expected 0 to 2**32 - 1")
         check_aux_new_only(args.aux_new_only, args.aux_for)
+        if args.aux_problems and not args.aux_for:
+            raise ValueError("--aux-problems: no dataset trains on auxiliary data (--aux-for NAME)")
+        listed = read_problem_ids(args.aux_problems) if args.aux_problems else None  # a bad file before loading
         check_aux_share(args.aux_share, bool(args.aux_for), "--aux-for NAME")
         if args.aux_share is not None and "xgb_ranker" not in models:
             raise ValueError("--aux-share: only xgb_ranker samples auxiliary rows, and --models does not name it")
@@ -292,7 +295,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 for name, d in paths.items()}  # fmt: skip
         per_problem, summary, fits = cross_validate(
             sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or (), fold_seed=args.fold_seed,
-            aux_new_only=args.aux_new_only,
+            aux_new_only=args.aux_new_only, aux_problems=listed,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
@@ -322,6 +325,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "method": _EVAL_METHOD
             + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else "")
             + (_EVAL_AUX_NEW if args.aux_new_only else "")
+            + (_EVAL_AUX_LISTED.format(args.aux_problems) if args.aux_problems else "")
             + (_EVAL_THIN.format(", ".join(thin), rows) if rows else "")
             + (_EVAL_FOLD_SEED.format(args.fold_seed) if args.fold_seed else ""),
         }
@@ -362,6 +366,7 @@ _EVAL_THIN = (
     "the rest), as `autoheur train --aux` loads them."
 )
 _EVAL_AUX_NEW = " The auxiliary data keeps only the problems the dataset lacks (`--aux-new-only`)."
+_EVAL_AUX_LISTED = " The auxiliary data keeps only the problems listed in `{}` (`--aux-problems`)."
 _EVAL_AUX = (
     " Auxiliary data ({}): on that dataset's group_kfold and lomo splits every model also trains on the other "
     "datasets' problems as queries of their own, less their rows of the fold's test problems (and, in lomo, of the "
@@ -594,6 +599,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-share", type=float, metavar="S",
                    help="an auxiliary problem's share of the training rows a fit samples per problem, in (0, 1] "
                         "(xgb_ranker; default 1: as many as an own problem's; 0.5 fits faster)")  # fmt: skip
+    p.add_argument("--aux-problems", metavar="FILE",
+                   help="keep only the auxiliary problems this file lists, one id a line (`autoheur data ids`), each "
+                        "of which the auxiliary data must hold: a model's borrowed problems pinned as that data "
+                        "grows")  # fmt: skip
     p.add_argument("--rounds", metavar="TREESxSTEP",
                    help="the boosted model's trees and step (learning rate), e.g. 350x0.13, the shipped H100 model's "
                         "(fit under 2 minutes); default: the model's own, 450x0.1 for xgb_ranker")  # fmt: skip
@@ -622,6 +631,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux-share", type=float, metavar="S",
                    help="with --aux-for: xgb_ranker's share of training rows for an auxiliary problem, as `autoheur "
                         "train --aux-share`")  # fmt: skip
+    p.add_argument("--aux-problems", metavar="FILE",
+                   help="with --aux-for: the auxiliary data keeps only the problems this file lists, as `autoheur "
+                        "train --aux-problems`")  # fmt: skip
     p.add_argument("--fold-seed", type=int, default=0,
                    help="the seed of group_kfold's shuffled folds (default 0, the draw `autoheur train` reports; "
                         "another gives the same procedure on another split of the problems)")  # fmt: skip

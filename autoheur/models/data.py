@@ -402,6 +402,20 @@ def new_problems_only(aux: Sequence[RankingSet], own: RankingSet) -> list[Rankin
     return [a.subset([p for p in a.problems if p not in have]) for a in aux]
 
 
+def listed_problems_only(aux: Sequence[RankingSet], ids: set[str], source: str) -> list[RankingSet]:
+    """Each auxiliary set less the problems `ids` does not list (`--aux-problems FILE`: a fit's borrowed problems
+    pinned, e.g. the shipped H100 model's, however the other device's dataset has grown since). Every listed id must
+    be some auxiliary set's: a missing one means the data is not the data the list was made from."""
+    have = set().union(*(a.problems for a in aux)) if aux else set()
+    missing = sorted(ids - have)
+    if missing:
+        raise ValueError(
+            f"{source} lists {len(missing)} problems the auxiliary data lacks (e.g. {missing[0]}): collect them into "
+            "it, or train without the list"
+        )
+    return [a.subset([p for p in a.problems if p in ids]) for a in aux]
+
+
 def check_thinned(model, rows: int | None, source: str = "the auxiliary data") -> None:
     """Refuse to fit `model` on auxiliary data loaded thinned to `rows` a problem (load_auxiliary; None: not
     thinned) where its row sample cannot come from the kept rows: more rows a problem than kept (`per_problem`), more

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.models.data import RankingSet, check_thinned, new_problems_only
+from autoheur.models.data import RankingSet, check_thinned, listed_problems_only, new_problems_only
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds, parse_rounds
 
@@ -128,14 +128,19 @@ def cross_validate(
     aux_for: Sequence[str] = (),
     fold_seed: int = 0,
     aux_new_only: bool = False,
+    aux_problems: set[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
     """(per-problem rows, summary, fit records) for `models` on `splits` over `datasets` (name -> RankingSet);
     `params`: model name -> hyperparameter overrides. `aux_for`: the datasets whose within-device splits also train
     on the other datasets as auxiliary data (as `autoheur train --aux` does); the cross-device splits never do, since
     the auxiliary data would hold the test device's own timings. `fold_seed`: the GroupKFold draw (0 is the one
     `autoheur train` reports), to see how much a figure such as the min moves with the problems a fold holds out.
-    `aux_new_only`: the auxiliary data keeps only the problems the dataset lacks (`autoheur train --aux-new-only`)."""
+    `aux_new_only`: the auxiliary data keeps only the problems the dataset lacks (`autoheur train --aux-new-only`).
+    `aux_problems`: the auxiliary data keeps only these problem ids, each of which it must hold (`autoheur train
+    --aux-problems`)."""
     check_aux_new_only(aux_new_only, aux_for)
+    if aux_problems is not None and not aux_for:
+        raise ValueError("aux_problems: no dataset trains on auxiliary data (--aux-for NAME)")
     unknown = sorted(set(aux_for) - set(datasets))
     if unknown:
         raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
@@ -147,6 +152,8 @@ def cross_validate(
     rows, fits = [], []
     for dname, rs in datasets.items():
         aux = [other for name, other in datasets.items() if name != dname] if dname in aux_for else []
+        if aux and aux_problems is not None:
+            aux = listed_problems_only(aux, aux_problems, "--aux-problems")
         if aux_new_only:
             aux = new_problems_only(aux, rs)
         if wants("group_kfold", dname):

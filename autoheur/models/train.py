@@ -11,9 +11,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoheur.collect.store import DatasetStore
+from autoheur.collect.store import DatasetStore, read_problem_ids
 from autoheur.models.artifact import TrainedModel, build_meta
-from autoheur.models.data import AUX_ROWS, check_thinned, load_auxiliary, load_ranking_set, new_problems_only
+from autoheur.models.data import (
+    AUX_ROWS,
+    check_thinned,
+    listed_problems_only,
+    load_auxiliary,
+    load_ranking_set,
+    new_problems_only,
+)
 from autoheur.models.evaluate import (
     boosting_rounds,
     check_aux_share,
@@ -38,6 +45,7 @@ def train(
     aux_new_only: bool = False,
     aux_share: float | None = None,
     rounds: tuple[int, float] | str | None = None,
+    aux_problems: str | Path | None = None,
 ) -> TrainedModel:
     """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
@@ -50,13 +58,19 @@ def train(
     left out), as `benchmarks/dev_cv.py --aux-new-only` measured it. `aux_share`: an auxiliary problem's share of the
     rows the fit samples per problem (the ranker's `aux_share`; None: its default, 1.0), e.g. 0.5 for a shorter fit.
     `rounds`: (trees, step) or "TREESxSTEP", the boosted model's n_estimators and learning_rate (None: its defaults,
-    or its family's), e.g. (350, 0.13) for the H100 model's fit under 2 minutes (README.md)."""
+    or its family's), e.g. (350, 0.13) for the H100 model's fit under 2 minutes (README.md). `aux_problems`: a file of
+    problem ids (`autoheur data ids` prints them); the auxiliary data keeps only those, each of which it must hold,
+    so that a model's borrowed problems stay what they were as the other dataset grows (README.md: the shipped H100
+    model's list)."""
     check_aux_share(aux_share, bool(aux), "--aux DATA")
     if aux_share is not None and "aux_share" not in make_model(model).get_params():
         raise ValueError(f"aux_share: model {model!r} does not sample auxiliary rows (xgb_ranker does)")
     rounds_params = boosting_rounds(model, rounds)
     if aux_new_only and not aux:
         raise ValueError("aux_new_only: no auxiliary dataset to keep the new problems of (--aux DATA)")
+    if aux_problems is not None and not aux:
+        raise ValueError("aux_problems: no auxiliary dataset to keep the listed problems of (--aux DATA)")
+    listed = None if aux_problems is None else read_problem_ids(aux_problems)  # a bad file before the data loads
     if aux_rows is not None and aux_rows < 4:
         raise ValueError(f"aux_rows={aux_rows!r}: expected at least 4 rows a problem, or None (0 in the CLI) for all")
     meta = DatasetStore.load(data).meta
@@ -70,6 +84,8 @@ def train(
         check_thinned(make_model(model, **params), aux_rows)  # before the data loads
     rs = load_ranking_set(data, allow_stale_kernel)
     aux_sets = load_auxiliary(aux, data, allow_stale_kernel, aux_rows)
+    if listed is not None:
+        aux_sets = listed_problems_only(aux_sets, listed, str(aux_problems))
     if aux_new_only:
         aux_sets = new_problems_only(aux_sets, rs)
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
@@ -98,7 +114,8 @@ def train(
     meta["auxiliary"] = [
         {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
          "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash(), "new_only": aux_new_only,
-         "share": getattr(ranker, "aux_share", None)}
+         "share": getattr(ranker, "aux_share", None),
+         "problems_file": None if aux_problems is None else str(aux_problems)}
         for path, a in zip(aux, aux_sets, strict=True)
     ]  # fmt: skip
     meta["own_problems"] = int(len(rs.problems))

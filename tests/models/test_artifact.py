@@ -249,6 +249,30 @@ def test_shipped_models_load_and_predict():
         assert len(m.top_k(public_problems()[0], 10)) == 10
 
 
+def test_the_shipped_h100_models_borrowed_problems_are_pinned():
+    """The shipped H100 model's borrowed problems are listed beside it (README: its command's --aux-problems): as many
+    as its metadata says it trained on, each in the shipped H200 data and none in the H100's (the H200 problems the
+    H100 data lacked when it was fitted), so its command refits it on the same problems however the H200 data grows."""
+    from autoheur.collect.store import read_problem_ids
+
+    listed = read_problem_ids(artifact.MODELS_DIR / "nvidia-h100-80gb-hbm3.aux-problems.txt")
+    meta = json.loads((artifact.MODELS_DIR / "nvidia-h100-80gb-hbm3.json").read_text())
+    (aux,) = meta["auxiliary"]
+    assert aux["device"] == "NVIDIA H200" and aux["new_only"] and aux["problems"] == len(listed)
+    assert listed <= read_problem_ids(artifact.MODELS_DIR.parent / "data" / "nvidia-h200")
+    assert not listed & read_problem_ids(H100)
+    # the README's command for it, read by the CLI's own parser, fits what the metadata records
+    from autoheur.cli import build_parser
+    from autoheur.models.rankers import parse_rounds
+
+    readme = (artifact.MODELS_DIR.parent / "README.md").read_text()
+    (line,) = [ln for ln in readme.splitlines() if ln.startswith(f"autoheur train --data data/{H100.name} --aux")]
+    args = build_parser().parse_args(line.split()[1:])
+    assert args.aux == [aux["dataset"]] and args.aux_new_only and args.aux_share == aux["share"]
+    assert args.aux_problems == "models/nvidia-h100-80gb-hbm3.aux-problems.txt"
+    assert parse_rounds(args.rounds) == (meta["params"]["n_estimators"], meta["params"]["learning_rate"])
+
+
 def test_train_applies_the_family_defaults(tmp_path):
     """The Inductor family keeps the single inner-CV-selected objective and the 6 metric grades as training labels
     (rankers.FAMILY_PARAMS) and no re-ranker; autoheur's own kernel family gets the ensemble, the 9 grades and the
@@ -349,6 +373,50 @@ def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, 
     with pytest.raises(ValueError, match="no auxiliary dataset"):
         train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux_new_only=True)
     assert main(["train", "--data", str(mini_dataset), "--aux-new-only", "--out", str(tmp_path / "m.joblib")]) == 2
+
+
+def test_train_keeps_only_the_listed_auxiliary_problems(mini_dataset, tmp_path, monkeypatch):
+    """--aux-problems FILE: the auxiliary data keeps the problems the file lists (with --aux-new-only, those the
+    dataset also lacks), and the metadata names the file; a listed id the auxiliary data lacks is refused, and so are
+    a bad file and a list without --aux, before any data loads."""
+    from autoheur.models import data
+    from autoheur.models import train as train_module
+
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
+    new, shared = sorted(theirs - own), sorted(theirs & own)
+    assert len(new) >= 2 and shared
+    listed = {new[0], new[1], shared[0]}
+    ids = tmp_path / "aux-ids.txt"
+    ids.write_text("# borrowed\n" + "\n".join(sorted(listed)) + "\n")
+    small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200],
+                  aux_problems=ids)  # fmt: skip
+    (aux,) = model.meta["auxiliary"]
+    assert aux["problems"] == 3 and aux["problems_file"] == str(ids)
+    assert model.meta["train_problems"] == 12 + 3
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200],
+                  aux_problems=ids, aux_new_only=True)  # fmt: skip
+    assert model.meta["auxiliary"][0]["problems"] == 2  # the listed ones the dataset lacks
+    unknown = "0123456789abcdef"
+    assert unknown not in theirs
+    ids.write_text(f"{new[0]}\n{unknown}\n")
+    with pytest.raises(ValueError, match=f"lists 1 problems the auxiliary data lacks \\(e.g. {unknown}\\)"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200],
+              aux_problems=ids)  # fmt: skip
+    loads = []
+    monkeypatch.setattr(train_module, "load_ranking_set", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    ids.write_text("not an id\n")
+    with pytest.raises(ValueError, match="is not a problem id"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[h200],
+              aux_problems=ids)  # fmt: skip
+    with pytest.raises(ValueError, match="no auxiliary dataset"):
+        train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux_problems=ids)
+    out = tmp_path / "m.joblib"
+    assert main(["train", "--data", str(mini_dataset), "--aux", str(h200), "--aux-problems", str(tmp_path / "none"),
+                 "--out", str(out)]) == 2  # fmt: skip
+    assert not loads and not out.exists()
 
 
 def test_train_aux_share_samples_fewer_rows_of_an_auxiliary_problem(mini_dataset, tmp_path, monkeypatch):
@@ -482,8 +550,9 @@ def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_datase
 
 def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset, tmp_path, monkeypatch, capsys):
     """`autoheur eval --aux-for h100 --aux-new-only`: each within-device split of the H100 set trains on the H200's
-    problems the H100 set lacks, never on the H200's copies of its own; without --aux-for it is refused before
-    anything loads."""
+    problems the H100 set lacks, never on the H200's copies of its own; `--aux-problems FILE`: on the listed ones
+    only (with --aux-new-only, those the H100 set lacks); either without --aux-for is refused before anything
+    loads."""
     from autoheur.models import data, evaluate
 
     h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
@@ -503,10 +572,21 @@ def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset
     seen.clear()
     assert main([*args, "--aux-for", "h100", "--splits", "h100:group_kfold"]) == 0
     assert seen[0][1] == [theirs]  # without the flag: all of them
+    listed = set(sorted(theirs - own)[:2]) | set(sorted(theirs & own)[:1])
+    ids = tmp_path / "aux-ids.txt"
+    ids.write_text("\n".join(sorted(listed)) + "\n")
+    seen.clear()
+    assert main([*args, "--aux-for", "h100", "--aux-problems", str(ids), "--splits", "h100:group_kfold"]) == 0
+    assert seen == [("h100:group_kfold", [listed])]
+    seen.clear()
+    assert main([*args, "--aux-for", "h100", "--aux-problems", str(ids), "--aux-new-only", "--splits",
+                 "h100:lomo"]) == 0  # fmt: skip
+    assert seen == [("h100:lomo", [listed - own])]
     loads = []
     monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
-    assert main([*args, "--aux-new-only", "--splits", "h100:group_kfold"]) == 2
-    assert "--aux-for" in capsys.readouterr().err and not loads
+    for flag in (["--aux-new-only"], ["--aux-problems", str(ids)]):
+        assert main([*args, *flag, "--splits", "h100:group_kfold"]) == 2
+        assert "--aux-for" in capsys.readouterr().err and not loads
 
 
 def test_prepare_scoring_readies_the_candidates_and_their_features(trained, monkeypatch):
