@@ -169,11 +169,16 @@ def aux_scaled(count: int, pid: str, aux_share: float) -> int:
     return max(1, round(count * aux_share))
 
 
+def problem_seed(problem_id: str) -> int:
+    """A seed of a problem's own, from its id (stable across processes, unlike hash())."""
+    return int.from_bytes(hashlib.sha256(str(problem_id).encode()).digest()[:8], "little")
+
+
 def sample_rows(
     rs: RankingSet,
     per_problem: int | None,
     top: int,
-    seed: int,
+    seed: int | None,
     within=None,
     aux_share: float = 1.0,
     eligible: np.ndarray | None = None,
@@ -181,10 +186,12 @@ def sample_rows(
     """Keep each problem's `top` fastest rows and a random share of the rest, `per_problem` rows in all (an auxiliary
     problem: `aux_share` of both); only the problems of `within` (a row mask; None: all). The result is the same as
     that of the problems taken out first, without copying them out of a large set. `eligible` (a row mask): the rest
-    is drawn from its rows first, and from the others only where a problem has too few of them."""
+    is drawn from its rows first, and from the others only where a problem has too few of them. `seed` None: each
+    problem draws from a generator seeded by its own id (problem_seed), so what it keeps does not depend on the other
+    problems of the set (a thinned load: load_ranking_set)."""
     if per_problem is None:
         return rs if within is None else rows_of(rs, np.flatnonzero(within))
-    rng = np.random.default_rng(seed)
+    shared = None if seed is None else np.random.default_rng(seed)
     keep = []
     rel = rs.frame["rel_time"].to_numpy()
     for pid, idx in problem_rows(rs, within):
@@ -192,6 +199,7 @@ def sample_rows(
         if len(idx) <= n:
             keep.append(idx)
             continue
+        rng = shared if shared is not None else np.random.default_rng(problem_seed(pid))
         order = idx[np.argsort(rel[idx], kind="stable")]
         if eligible is None:
             rest = rng.choice(order[t:], size=n - t, replace=False)
@@ -276,8 +284,11 @@ def load_ranking_set(
     in problem order, column by column. With the text columns as categoricals (CATEGORICAL), the load of the
     7,999-problem H100 set peaked at 9.8 GB instead of 13.4 GB, for a set of 6.4 GB instead of 9.4 GB (stop 52).
 
-    `thin`: keep `thin` rows of each problem (its fastest `thin // 4` and a seeded sample of the rest: sample_rows),
-    batch by batch, after each problem's oracle and labels are computed on all its rows; None keeps every row."""
+    `thin`: keep `thin` rows of each problem (its fastest `thin // 4` and a sample of the rest seeded by the problem's
+    id: sample_rows), batch by batch, after each problem's oracle and labels are computed on all its rows; None keeps
+    every row. The seed is the problem's, not its batch's (until stop 73), so a problem keeps the same rows however
+    the dataset around it grows or is packed: a fit on the same problems (`autoheur train --aux-problems`) is the same
+    fit."""
     if thin is not None and thin < 4:
         raise ValueError(f"thin={thin!r}: expected at least 4 rows a problem, or None for all")
     from autoheur.collect.store import DatasetStore
@@ -287,10 +298,10 @@ def load_ranking_set(
         check_kernel(store.meta, path)
     device = dict(store.meta.device)
     sets = []
-    for i, df in enumerate(store.read_batches(COLUMNS, min_rows=batch_rows)):
+    for df in store.read_batches(COLUMNS, min_rows=batch_rows):
         rs = RankingSet.from_frame(df, device)
         del df
-        sets.append(rs if thin is None else sample_rows(rs, thin, thin // 4, seed=i))
+        sets.append(rs if thin is None else sample_rows(rs, thin, thin // 4, seed=None))  # each problem its own seed
     _release_arrow_memory()
     if not sets:  # a dataset of no rows
         sets.append(RankingSet.from_frame(store.read(COLUMNS), device))

@@ -73,12 +73,15 @@ def test_the_set_built_in_batches_equals_the_set_of_the_whole_frame():
 
 
 def test_a_thinned_load_keeps_each_problems_fastest_quarter_and_a_sample_with_the_whole_problems_labels():
-    """`thin`: each problem keeps `thin` rows, among them its `thin // 4` fastest; a kept row's relative time and
-    label are the ones the whole problem gives it (the oracle comes from every row, before thinning); `thin` below
-    4 is refused."""
+    """`thin`: each problem keeps `thin` rows, among them its `thin // 4` fastest, the same rows whatever batch it
+    loads in; a kept row's relative time and label are the ones the whole problem gives it (the oracle comes from
+    every row, before thinning); `thin` below 4 is refused."""
     whole = load_ranking_set(RETEST_H200, batch_rows=20_000)
     thin = load_ranking_set(RETEST_H200, batch_rows=20_000, thin=64)
     assert thin.thin == 64 and whole.thin is None
+    # each problem's sample is seeded by its id, not by the batch it loads in: one batch keeps the same rows
+    one_batch = load_ranking_set(RETEST_H200, batch_rows=10**12, thin=64)
+    pd.testing.assert_frame_equal(one_batch.frame, thin.frame)
     assert list(thin.problems) == list(whole.problems)
     assert (thin.query_sizes() == np.minimum(whole.query_sizes(), 64)).all() and (whole.query_sizes() > 64).any()
     key = ["problem_id", "config_id"]
