@@ -286,9 +286,9 @@ def load_ranking_set(
 
     `thin`: keep `thin` rows of each problem (its fastest `thin // 4` and a sample of the rest seeded by the problem's
     id: sample_rows), batch by batch, after each problem's oracle and labels are computed on all its rows; None keeps
-    every row. The seed is the problem's, not its batch's (until stop 73), so a problem keeps the same rows however
-    the dataset around it grows or is packed: a fit on the same problems (`autoheur train --aux-problems`) is the same
-    fit."""
+    every row. The seed is the problem's (before stop 73 it was the load batch's index), so a problem keeps the same
+    rows however the dataset around it grows or is packed: a fit on the same problems (`autoheur train
+    --aux-problems`) is the same fit."""
     if thin is not None and thin < 4:
         raise ValueError(f"thin={thin!r}: expected at least 4 rows a problem, or None for all")
     from autoheur.collect.store import DatasetStore
