@@ -255,6 +255,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         auxiliary_only,
         boosting_rounds,
         check_aux_new_only,
+        check_aux_problems,
         check_aux_share,
         cross_validate,
         is_boosted,
@@ -269,8 +270,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not 0 <= args.fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
             raise ValueError(f"--fold-seed {args.fold_seed}: expected 0 to 2**32 - 1")
         check_aux_new_only(args.aux_new_only, args.aux_for)
-        if args.aux_problems and not args.aux_for:
-            raise ValueError("--aux-problems: no dataset trains on auxiliary data (--aux-for NAME)")
+        check_aux_problems(args.aux_problems, args.aux_for)
         listed = read_problem_ids(args.aux_problems) if args.aux_problems else None  # a bad file before loading
         check_aux_share(args.aux_share, bool(args.aux_for), "--aux-for NAME")
         if args.aux_share is not None and "xgb_ranker" not in models:

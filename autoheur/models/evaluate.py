@@ -139,8 +139,7 @@ def cross_validate(
     `aux_problems`: the auxiliary data keeps only these problem ids, each of which it must hold (`autoheur train
     --aux-problems`)."""
     check_aux_new_only(aux_new_only, aux_for)
-    if aux_problems is not None and not aux_for:
-        raise ValueError("aux_problems: no dataset trains on auxiliary data (--aux-for NAME)")
+    check_aux_problems(aux_problems, aux_for)
     unknown = sorted(set(aux_for) - set(datasets))
     if unknown:
         raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
@@ -185,6 +184,13 @@ def check_aux_new_only(aux_new_only: bool, aux_for: Sequence[str]) -> None:
     """`aux_new_only` needs a dataset that trains on auxiliary data (checked before any data loads)."""
     if aux_new_only and not aux_for:
         raise ValueError("aux_new_only: no dataset trains on auxiliary data (--aux-for NAME)")
+
+
+def check_aux_problems(aux_problems, aux_for: Sequence[str]) -> None:
+    """A list of auxiliary problems (`--aux-problems`; None: none) needs a dataset that trains on auxiliary data
+    (checked before any data loads)."""
+    if aux_problems is not None and not aux_for:
+        raise ValueError("aux_problems: no dataset trains on auxiliary data (--aux-for NAME)")
 
 
 def check_aux_share(aux_share: float | None, has_aux: bool, flag: str) -> None:
