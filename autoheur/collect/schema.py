@@ -283,7 +283,15 @@ def with_metadata(table: pa.Table, meta: Metadata) -> pa.Table:
 
 def validate_table(table: pa.Table, require_metadata: bool = True) -> Metadata | None:
     """Check columns, types, statuses, keys and metadata; raise ValueError saying what is wrong and what to do."""
-    md = table.schema.metadata
+    meta = validate_schema(table.schema, require_metadata)
+    validate_rows(table)
+    return meta
+
+
+def validate_schema(schema: pa.Schema, require_metadata: bool = True) -> Metadata | None:
+    """The part of `validate_table` a file's footer answers without reading its rows: metadata, columns (all of
+    them, in order) and their types."""
+    md = schema.metadata
     meta = None
     if md and METADATA_KEY in md:
         meta = Metadata.from_parquet_metadata(md)
@@ -293,7 +301,7 @@ def validate_table(table: pa.Table, require_metadata: bool = True) -> Metadata |
             )
     elif require_metadata:
         Metadata.from_parquet_metadata(md)  # raises, saying what is missing
-    names = list(table.column_names)
+    names = list(schema.names)
     missing = [c for c in COLUMNS if c not in names]
     extra = [c for c in names if c not in COLUMNS]
     if missing or extra:
@@ -303,12 +311,22 @@ def validate_table(table: pa.Table, require_metadata: bool = True) -> Metadata |
     if names != list(COLUMNS):
         raise ValueError(f"dataset columns are out of order: {names}; expected {list(COLUMNS)}. {HINT}")
     wrong = [
-        f"{f.name}: {table.schema.field(f.name).type} (expected {f.type})"
+        f"{f.name}: {schema.field(f.name).type} (expected {f.type})"
         for f in SCHEMA
-        if not table.schema.field(f.name).type.equals(f.type)
+        if not schema.field(f.name).type.equals(f.type)
     ]
     if wrong:
         raise ValueError(f"dataset columns have wrong types: {'; '.join(wrong)}. {HINT}")
+    return meta
+
+
+def validate_rows(table: pa.Table) -> None:
+    """The part of `validate_table` that reads rows: no nulls where the schema forbids them, known statuses, one row
+    per (problem_id, config_id). `table` may hold a subset of the columns if it has `NOT_NULL`'s (the keys and
+    status among them): a read of a few columns is checked as far as it goes."""
+    missing = [c for c in NOT_NULL if c not in table.column_names]
+    if missing:
+        raise ValueError(f"cannot check rows without columns {missing}")
     nulls = [c for c in NOT_NULL if table.column(c).null_count]
     if nulls:
         raise ValueError(f"columns {nulls} hold nulls: the dataset is corrupt; delete the bad part and re-collect it")
@@ -321,4 +339,3 @@ def validate_table(table: pa.Table, require_metadata: bool = True) -> Metadata |
             f"{table.num_rows - keys.num_rows} duplicate (problem_id, config_id) rows: the dataset is "
             "corrupt; delete the duplicated parts and re-collect them"
         )
-    return meta

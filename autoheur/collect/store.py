@@ -45,11 +45,15 @@ import pyarrow.parquet as pq
 from autoheur.collect.schema import (
     COLUMNS,
     METADATA_KEY,
+    NOT_NULL,
+    PROBLEM_FIELDS,
     SCHEMA,
     STATUSES,
     Metadata,
     problem_from_row,
     problem_id,
+    validate_rows,
+    validate_schema,
     validate_table,
 )
 from autoheur.collect.schema import with_metadata as _with_metadata
@@ -76,7 +80,7 @@ class DatasetStore:
     def __init__(self, root: Path, meta: Metadata):
         self.root = Path(root)
         self.meta = meta  # this run's metadata, written into each new part
-        self._cache: dict[tuple[Path, int], pa.Table | dict[str, pa.Table]] = {}  # the packs read
+        self._cache: dict[tuple, pa.Table | dict[str, pa.Table]] = {}  # the packs read: (path, mtime[, columns])
         # Per pack file (path, mtime): the problems its metadata lists, and a retime pack's rows split by problem.
         # Packs are written once, so neither goes stale; a read of every problem asked for both once per problem
         # and pass (a schema read, a filter over the whole pack), a quarter of `data info`'s time at stop 58.
@@ -292,15 +296,20 @@ class DatasetStore:
         _fsync_dir(self.root)
         return final
 
-    def read_part(self, pid: str, path: Path | None = None) -> pa.Table:
+    def read_part(self, pid: str, path: Path | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """A validated part: schema, metadata compatible with the manifest, and the one problem its name (or its
-        pack's list) says; from its own file or its pack (`path`: where `parts()` says it is, listed once)."""
+        pack's list) says; from its own file or its pack (`path`: where `parts()` says it is, listed once).
+
+        `columns`: a pack reads only these and `NOT_NULL`'s (the others come back too, not in a given order), a
+        seventh of a full read's time for info's six; the file's footer answers for the schema and metadata, and
+        the problem-id check runs when `PROBLEM_FIELDS` are among them (`sizes`, its costly column, is)."""
         path = path or self.parts().get(pid) or self.part_path(pid)
         if not PART_PACK_RE.fullmatch(path.name):
             return self._read_part_file(path, pid)
-        key = (path, path.stat().st_mtime_ns)
+        need = None if columns is None else tuple(dict.fromkeys([*NOT_NULL, *columns]))
+        key = (path, path.stat().st_mtime_ns, need)
         if key not in self._cache:  # packs are written once: one read serves every problem in them
-            self._cache[key] = self._split_pack(path)
+            self._cache[key] = self._split_pack(path, need)
         if pid not in self._cache[key]:
             raise ValueError(f"{path} does not hold problem {pid}")
         return self._cache[key][pid]
@@ -313,9 +322,15 @@ class DatasetStore:
             raise ValueError(f"{path} does not hold exactly problem {pid}: delete it and re-collect that problem")
         return table
 
-    def _check_part(self, path: Path, table: pa.Table) -> None:
+    def _check_part(self, path: Path, table: pa.Table, schema: pa.Schema | None = None) -> None:
+        """`validate_table` of a part, or (`schema`: its file's) the schema's checks and `table`'s rows (some
+        columns), and its metadata against the manifest's."""
         try:
-            meta = validate_table(table)
+            if schema is None:
+                meta = validate_table(table)
+            else:
+                meta = validate_schema(schema)
+                validate_rows(table)
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
         diff = self.meta.mismatches(meta)
@@ -324,10 +339,17 @@ class DatasetStore:
                 f"{path} was collected under other conditions ({'; '.join(diff)}); move it out of {self.root}"
             )
 
-    def _split_pack(self, path: Path) -> dict[str, pa.Table]:
-        """A part pack's problems, each as the part it was packed from (the pack's metadata, less its list)."""
-        table = pq.read_table(path)
-        self._check_part(path, table)
+    def _split_pack(self, path: Path, columns: Sequence[str] | None = None) -> dict[str, pa.Table]:
+        """A part pack's problems, each as the part it was packed from (the pack's metadata, less its list); of
+        `columns` only (see `read_part`), when given."""
+        if columns is None:
+            table = pq.read_table(path)
+            self._check_part(path, table)
+        else:
+            file = pq.ParquetFile(path)
+            table = file.read(columns=list(columns)).replace_schema_metadata(file.schema_arrow.metadata)
+            self._check_part(path, table, file.schema_arrow)
+        identity = set(PROBLEM_FIELDS) | {"problem_name"} <= set(table.column_names)
         pids = self._pack_done(path)
         md = {k: v for k, v in table.schema.metadata.items() if k != DONE_KEY}
         split = _by_problem(table)
@@ -336,7 +358,7 @@ class DatasetStore:
         out = {}
         for pid in pids:
             rows = split[pid].replace_schema_metadata(md)
-            if problem_id(problem_from_row(rows.slice(0, 1).to_pylist()[0])) != pid:
+            if identity and problem_id(problem_from_row(rows.slice(0, 1).to_pylist()[0])) != pid:
                 raise ValueError(f"{path} holds rows under problem_id {pid} of another problem: delete it, re-collect")
             out[pid] = rows
         return out
@@ -359,7 +381,7 @@ class DatasetStore:
         if index is None:
             index = {kind: self.retimes(kind) for kind in _kinds(retimed)}
         need = None if columns is None else list(dict.fromkeys([*columns, "config_id", "status", "median_ms"]))
-        table = self.read_part(pid, part).replace_schema_metadata(None)
+        table = self.read_part(pid, part, need).replace_schema_metadata(None)
         if need is not None:
             table = table.select(need)
         for kind, files in index.items():
@@ -447,12 +469,18 @@ class DatasetStore:
         self, cols: list[str], index: dict[str, dict[str, Path]], parts: dict[str, Path]
     ) -> Iterator[tuple[str, pd.DataFrame]]:
         """(problem_id, its rows as a DataFrame), file by file: a pack is read once and let go after its problems."""
+        for pids, tables in self._file_tables(cols, index, parts):
+            yield from zip(pids, _to_pandas_each(tables), strict=True)
+
+    def _file_tables(
+        self, cols: list[str], index: dict[str, dict[str, Path]], parts: dict[str, Path]
+    ) -> Iterator[tuple[list[str], list[pa.Table]]]:
+        """(problem ids, their rows as `read_problem` gives them) per part file, each file read once and let go."""
         by_file: dict[Path, list[str]] = {}
         for pid, path in parts.items():
             by_file.setdefault(path, []).append(pid)
         for path, pids in by_file.items():
-            tables = [self.read_problem(pid, index=index, part=path, columns=cols) for pid in pids]
-            yield from zip(pids, _to_pandas_each(tables), strict=True)
+            yield pids, [self.read_problem(pid, index=index, part=path, columns=cols) for pid in pids]
             self._cache = {key: v for key, v in self._cache.items() if key[0] != path}
 
 
@@ -700,36 +728,44 @@ def info(root: Path) -> dict:
     if not roots:
         raise ValueError(f"no dataset at {root} (no {MANIFEST} there or in its subdirectories)")
     cols = ["problem_id", "layout", "dtype", "config_id", "status", "median_ms"]
-    # Each dataset is summarized and let go before the next is read: the shipped ones together are 25 M rows, and
-    # one frame of them all (with per-row dataset, device and family columns) took `data info data` 345.8 s on a
-    # 2-core host at stop 52, past the README test's 5 minutes; one at a time, 213.0 s with the same summary.
+    # Each dataset is summarized file by file in Arrow, from those six columns only: one pandas frame of every shipped
+    # dataset took `data info data` 345.8 s on a 2-core host at stop 52, one frame per dataset 213.0 s; at stop 73 the
+    # 38 M shipped rows took 92 s that way (most of the README test), of which reading every column was a third.
     datasets: list[dict] = []
     status: Counter = Counter()
     layouts: Counter = Counter()
     dtypes: Counter = Counter()
     configs: set[tuple[str, str]] = set()  # (family, config id): two families' spaces are distinct
-    spreads = []
+    spreads: list[tuple[float, float, float]] = []  # per (dataset, problem) with an ok time
     for r in roots:
         store = DatasetStore.load(r)
-        df = store.read(cols)
-        per_problem = df.drop_duplicates("problem_id")
+        rows = problems = 0
+        index, parts = store._read_index(True, cols)
+        for pids, tables in store._file_tables(cols, index, parts):
+            table = pa.concat_tables(tables)
+            rows += table.num_rows
+            problems += len(pids)
+            status.update(dict(zip(*_counts(table.column("status")), strict=True)))
+            configs.update((store.meta.family, c) for c in pc.unique(table.column("config_id")).to_pylist())
+            for t in tables:
+                if t.num_rows:
+                    layouts[t.column("layout")[0].as_py()] += 1
+                    dtypes[t.column("dtype")[0].as_py()] += 1
+                spread = _problem_spread(t)
+                if spread is not None:
+                    spreads.append(spread)
         datasets.append(
             {
                 "path": str(r),
                 "device": store.meta.device_name,
                 "family": store.meta.family,
-                "rows": len(df),
-                "problems": len(per_problem),
+                "rows": rows,
+                "problems": problems,
                 **{f"{PAST[kind]}_rows": _rows(store.retimes(kind).values()) for kind in RETIME_KINDS},
             }
         )
-        status.update(df["status"].value_counts().to_dict())
-        layouts.update(per_problem["layout"].value_counts().to_dict())
-        dtypes.update(per_problem["dtype"].value_counts().to_dict())
-        configs.update((store.meta.family, c) for c in df["config_id"].unique())
-        spreads.append(_problem_spread(df))
-        del df, per_problem
-    spread = pd.concat(spreads)  # one row per (dataset, problem) with an ok time
+    names = ("best_ms", "median_over_best", "worst_over_best")
+    spread = np.array(spreads, dtype=np.float64).reshape(-1, len(names))
     return {
         "datasets": datasets,
         "devices": sorted({d["device"] for d in datasets}),
@@ -739,31 +775,36 @@ def info(root: Path) -> dict:
         "status": {s: int(status[s]) for s in STATUSES if status[s]},
         "layouts": {str(k): int(v) for k, v in sorted(layouts.items())},
         "dtypes": {str(k): int(v) for k, v in sorted(dtypes.items())},
-        "timing": {} if spread.empty else {name: _quantiles(spread[name].dropna()) for name in spread.columns},
+        "timing": {} if not len(spread) else {n: _quantiles(spread[:, i]) for i, n in enumerate(names)},
     }
 
 
-def _problem_spread(df: pd.DataFrame) -> pd.DataFrame:
-    """Per problem of one dataset: best ok time, and median / worst over timed configs (censored ones are lower
-    bounds) vs best; only problems with an ok time."""
-    timed = df[df["status"].isin(["ok", "censored"])]
-    ok = timed[timed["status"] == "ok"]
-    best = ok.groupby("problem_id")["median_ms"].min()
-    grouped = timed.groupby("problem_id")["median_ms"]
-    out = pd.DataFrame(
-        {"best_ms": best, "median_over_best": grouped.median() / best, "worst_over_best": grouped.max() / best}
-    )
-    return out.loc[best.index]
+def _counts(column: pa.ChunkedArray) -> tuple[list, list]:
+    """(values, counts) of a column."""
+    vc = pc.value_counts(column)
+    return vc.field("values").to_pylist(), vc.field("counts").to_pylist()
 
 
-def _quantiles(s: pd.Series) -> dict:
-    return {
-        "min": float(s.min()),
-        "p10": float(s.quantile(0.1)),
-        "p50": float(s.median()),
-        "p90": float(s.quantile(0.9)),
-        "max": float(s.max()),
-    }
+def _problem_spread(table: pa.Table) -> tuple[float, float, float] | None:
+    """One problem's best ok time, and median / worst over its timed configs (censored ones are lower bounds) vs
+    best; None without an ok time. NaN times are left out, as pandas' reductions leave them."""
+    status = table.column("status").to_numpy(zero_copy_only=False)
+    ms = table.column("median_ms").to_numpy(zero_copy_only=False).astype(np.float64)
+    ok = ms[(status == "ok") & ~np.isnan(ms)]
+    timed = ms[np.isin(status, ("ok", "censored")) & ~np.isnan(ms)]
+    if not len(ok):
+        return None
+    best = float(ok.min())
+    return best, float(np.median(timed)) / best, float(timed.max()) / best
+
+
+def _quantiles(values: np.ndarray) -> dict:
+    """min / p10 / p50 / p90 / max of the values that are not NaN (linearly interpolated, as pandas' quantile)."""
+    v = values[~np.isnan(values)]
+    if not len(v):
+        return dict.fromkeys(("min", "p10", "p50", "p90", "max"), float("nan"))
+    q = np.quantile(v, [0.0, 0.1, 0.5, 0.9, 1.0])
+    return dict(zip(("min", "p10", "p50", "p90", "max"), map(float, q), strict=True))
 
 
 def format_info(d: dict) -> str:

@@ -214,14 +214,30 @@ def sample_rows(
     return rows_of(rs, np.concatenate(keep))
 
 
-def _stack(parts: Sequence[tuple[RankingSet, np.ndarray | None, str]], device: dict) -> RankingSet:
+def _stack(
+    parts: Sequence[tuple[RankingSet, np.ndarray | None, str]], device: dict, consume_first: bool = False
+) -> RankingSet:
     """The rows of each (set, mask or None for all, prefix for its problem ids) as one set, built column by column.
 
     Why not subset each set and concatenate: that holds every part's selected rows twice (the copies, then the
     result). With the H100 set as the H200's auxiliary data, a leave-one-family-out fold's training set is about
-    8 GB, and that double copy took the evaluation past the 24 GB of the 2-core host."""
+    8 GB, and that double copy took the evaluation past the 24 GB of the 2-core host. `consume_first`: the first
+    part's columns and features are taken out of it as they are placed (TrainingPool.build, which then makes it a
+    view of the result), so its frame is not held twice; it is left without columns or features."""
     sizes = [len(rs.frame) if m is None else int(m.sum()) for rs, m, _ in parts]
     first = parts[0][0]
+    columns = {}
+    for col in list(first.frame.columns):
+        pieces = []
+        for i, (rs, m, prefix) in enumerate(parts):
+            piece = (
+                (rs.frame.pop(col) if consume_first and i == 0 else rs.frame[col]) if m is None else rs.frame[col][m]
+            )
+            if col == "problem_id" and prefix:
+                piece = _prefixed(piece, prefix)
+            pieces.append(piece)
+        columns[col] = _concat(pieces)
+        del pieces
     X = np.empty((sum(sizes), first.X.shape[1]), dtype=first.X.dtype)
     at = 0
     for (rs, m, _), n in zip(parts, sizes, strict=True):
@@ -230,16 +246,85 @@ def _stack(parts: Sequence[tuple[RankingSet, np.ndarray | None, str]], device: d
         else:
             np.compress(m, rs.X, axis=0, out=X[at : at + n])
         at += n
-    columns = {}
-    for col in first.frame.columns:
-        pieces = []
-        for rs, m, prefix in parts:
-            piece = rs.frame[col] if m is None else rs.frame[col][m]
-            if col == "problem_id" and prefix:
-                piece = _prefixed(piece, prefix)
-            pieces.append(piece)
-        columns[col] = _concat(pieces)
+    if consume_first:
+        first.X = None
     return RankingSet(pd.DataFrame(columns, copy=False), X, device)
+
+
+@dataclass
+class TrainingPool:
+    """Every row a run of fits trains on, stacked once: a set's own rows first, then each auxiliary set's with its
+    ids prefixed (as `RankingSet.with_auxiliary` gives them). A fold's training set is a row mask over it (`rows`),
+    which a model that fits on a mask (`fits_rows`: XGBRankerModel, whose fits read a sample of each problem's rows)
+    reads in place; another model gets the masked rows copied (`fit_rows`).
+
+    Why: `with_auxiliary` copied each fold's training rows (four fifths of the own set, and the auxiliary rows) beside
+    the sets they came from, and the final fit copied them all: `autoheur train` of the H200 model peaked at 20.9 GB
+    on the 2-core host's 24 at stop 73, 2 GB more for each thousand problems collected. Built, the pool holds the own
+    rows once: the own set becomes a view of its first rows (`build`)."""
+
+    set: RankingSet
+    n_own: int
+    raw_ids: pd.Series  # each row's problem id without its auxiliary prefix (categorical)
+    aux: tuple[tuple[str, int | None], ...] = ()  # each auxiliary set's (device name, rows kept a problem: `thin`)
+
+    @classmethod
+    def build(cls, own: RankingSet, aux: Sequence[RankingSet] = ()) -> TrainingPool:
+        """The pool of `own` and `aux` (each of another device than `own`, as `with_auxiliary` refuses otherwise).
+        With auxiliary sets `own` is changed in place into a view of the pool's first rows, equal to what it was
+        (its categoricals keep their categories): its own arrays are let go, so a caller that keeps no other
+        reference to them holds those rows once. The auxiliary sets are copied and left as they were."""
+        for a in aux:
+            if a.device.get("name") == own.device.get("name"):
+                raise ValueError(
+                    f"an auxiliary dataset of {a.device.get('name')!r}, the device of the training data itself: "
+                    "merge such datasets (autoheur data merge) instead of adding one as auxiliary data"
+                )
+        if not aux:
+            return cls(own, len(own.frame), own.frame["problem_id"])
+        raw = _concat([own.frame["problem_id"], *(a.frame["problem_id"] for a in aux)])
+        n = len(own.frame)
+        categories = {c: s.cat.categories for c, s in own.frame.items() if isinstance(s.dtype, pd.CategoricalDtype)}
+        parts = [(own, None, ""), *((a, None, f"{AUX_PREFIX}{a.device.get('name')}:") for a in aux)]
+        stacked = _stack(parts, own.device, consume_first=True)
+        head = stacked.frame.iloc[:n]
+        for col, cats in categories.items():  # the view's categoricals as they were (the pool's: the parts' union)
+            head[col] = head[col].cat.set_categories(cats)
+        own.frame, own.X = head, stacked.X[:n]
+        return cls(stacked, n, raw, tuple((a.device.get("name"), a.thin) for a in aux))
+
+    def rows(
+        self,
+        problems: Iterable[str] | None = None,
+        leave_out: Iterable[str] = (),
+        leave_out_families: Iterable[str] = (),
+    ) -> np.ndarray | None:
+        """Row mask of the training set `with_auxiliary` gives for the same arguments: the own rows of `problems`
+        (None: all) and the auxiliary rows less those of the problems in `leave_out` and of the families in
+        `leave_out_families`; None where that is every row."""
+        own = np.zeros(len(self.set.frame), dtype=bool)
+        own[: self.n_own] = True
+        mask = own.copy()
+        if problems is not None:
+            mask &= self.raw_ids.isin(set(problems)).to_numpy()
+        skip, skip_fam = set(leave_out), set(leave_out_families)
+        borrowed = ~own
+        if skip:
+            borrowed &= ~self.raw_ids.isin(skip).to_numpy()
+        if skip_fam:
+            borrowed &= ~self.set.frame["family"].isin(skip_fam).to_numpy()
+        mask |= borrowed
+        return None if mask.all() else mask
+
+
+def fit_rows(model, train: RankingSet, rows: np.ndarray | None):
+    """`model` fitted on the rows of `train` that the mask `rows` holds (None: all): in place where the model fits on
+    a mask (`fits_rows`), else on a copy of them (the set `with_auxiliary` would have given)."""
+    if rows is None:
+        return model.fit(train)
+    if getattr(model, "fits_rows", False):
+        return model.fit(train, rows=rows)
+    return model.fit(rows_of(train, np.flatnonzero(rows)))
 
 
 def check_kernel(meta, path: str | Path) -> None:

@@ -20,7 +20,14 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import GroupKFold
 
-from autoheur.models.data import RankingSet, check_thinned, listed_problems_only, new_problems_only
+from autoheur.models.data import (
+    RankingSet,
+    TrainingPool,
+    check_thinned,
+    fit_rows,
+    listed_problems_only,
+    new_problems_only,
+)
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds, parse_rounds
 
@@ -53,9 +60,13 @@ def leave_one_family_out(rs: RankingSet, exclude: Sequence[str] = UNFAMILIED):
         yield f, fam.index[fam != f].to_numpy(), fam.index[fam == f].to_numpy()
 
 
-def _score(model, train: RankingSet, test: RankingSet, split: str, fold, name: str, log) -> tuple[pd.DataFrame, dict]:
+def _score(
+    model, train: RankingSet, rows: np.ndarray | None, test: RankingSet, split: str, fold, name: str, log
+) -> tuple[pd.DataFrame, dict]:
+    """`model` fitted on the rows `rows` of `train` (a mask; None: all) and scored on `test`: (per-problem rows, the
+    fit's record)."""
     t0 = time.perf_counter()
-    model.fit(train)
+    fit_rows(model, train, rows)
     fit_s = time.perf_counter() - t0
     frame = test.frame.assign(score=model.predict(test))
     pp = evaluate(frame).reset_index()  # indexed by problem_id
@@ -66,7 +77,8 @@ def _score(model, train: RankingSet, test: RankingSet, split: str, fold, name: s
     pp.insert(0, "split", split)
     pp["device"] = test.device.get("name")
     extra = {"fit_s": fit_s, "objective": getattr(model, "objective_", None)}
-    log(f"  {split} fold {fold}: {name} fit in {fit_s:.1f} s on {len(train.problems)} problems")
+    ids = train.frame["problem_id"] if rows is None else train.frame["problem_id"][rows]
+    log(f"  {split} fold {fold}: {name} fit in {fit_s:.1f} s on {ids.nunique()} problems")
     return pp, extra
 
 
@@ -80,29 +92,35 @@ def run_split(
     params: dict[str, dict] | None = None,
     aux: Sequence[RankingSet] = (),
     aux_leave_out_families: bool = False,
+    pool: TrainingPool | None = None,
 ) -> tuple[pd.DataFrame, list[dict]]:
     """Fit and score every model on every fold: (per-problem rows, fit records). `params`: name -> overrides.
 
     `aux`: other devices' datasets that every fold also trains on (RankingSet.with_auxiliary), less their rows of
     the fold's test problems and, with `aux_leave_out_families` (leave-one-family-out), of the test problems' model
-    families; scores are only ever taken on `rs_test`."""
+    families; scores are only ever taken on `rs_test`. The folds' training sets are row masks over one
+    `TrainingPool` of `rs_train` and `aux`, which with auxiliary data turns `rs_train` into a view of it; `pool`:
+    that pool, built already (then `aux` is its business: not given again)."""
+    if pool is None:
+        pool = TrainingPool.build(rs_train, aux)
+    elif aux:
+        raise ValueError("run_split: give the auxiliary sets or a pool built with them, not both")
+    elif pool.n_own != len(rs_train.frame):
+        raise ValueError(f"pool: a pool of {pool.n_own} own rows for a training set of {len(rs_train.frame)}")
     rows, fits = [], []
     for fold, train_ids, test_ids in folds:
         test = rs_test.subset(test_ids) if test_ids is not None else rs_test
-        families = set(test.frame["family"]) - set(UNFAMILIED) if aux and aux_leave_out_families else ()
-        # the fold's rows and any auxiliary ones stacked at once, not the fold's copied first (no aux: the subset)
-        train = rs_train.with_auxiliary(aux, leave_out=test.problems, leave_out_families=families, problems=train_ids)
+        families = set(test.frame["family"]) - set(UNFAMILIED) if pool.aux and aux_leave_out_families else ()
+        keep = pool.rows(train_ids, leave_out=test.problems if pool.aux else (), leave_out_families=families)
         for name in models:
             model = make_model(name, **(params or {}).get(name, {}))
-            for a in aux:
-                check_thinned(model, a.thin, f"the auxiliary data of {a.device.get('name')!r}")
-            pp, extra = _score(model, train, test, split, fold, name, log)
+            for device, thin in pool.aux:
+                check_thinned(model, thin, f"the auxiliary data of {device!r}")
+            pp, extra = _score(model, pool.set, keep, test, split, fold, name, log)
             rows.append(pp)
             fits.append({"split": split, "fold": str(fold), "model": name, **extra})
             model = None  # a model may hold its training rows (nearest): let it go before the next one fits
-        # Let this fold's sets go before the next fold's are built: with auxiliary data a training set is about 8 GB,
-        # and two at once took the H200 leave-one-family-out past the 24 GB of the 2-core host.
-        train = test = None
+        test = None  # let this fold's test set go before the next one's is taken
     return pd.concat(rows, ignore_index=True), fits
 
 
@@ -155,17 +173,21 @@ def cross_validate(
             aux = listed_problems_only(aux, aux_problems, "--aux-problems")
         if aux_new_only:
             aux = new_problems_only(aux, rs)
+        # one pool for both within-device splits: the second one's would be built beside the first's
+        pool = TrainingPool.build(rs, aux) if wants("group_kfold", dname) or wants("lomo", dname) else None
         if wants("group_kfold", dname):
             folds = group_kfold(rs, seed=fold_seed)
-            r, f = run_split(f"{dname}:group_kfold", folds, rs, rs, models, log, params, aux=aux)
+            r, f = run_split(f"{dname}:group_kfold", folds, rs, rs, models, log, params, pool=pool)
             rows.append(r)
             fits += f
         if wants("lomo", dname):
             r, f = run_split(
-                f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log, params, aux, aux_leave_out_families=True
-            )
+                f"{dname}:lomo", leave_one_family_out(rs), rs, rs, models, log, params, aux_leave_out_families=True,
+                pool=pool,
+            )  # fmt: skip
             rows.append(r)
             fits += f
+        pool = None
     if len(datasets) > 1:
         names = list(datasets)
         for a in names:

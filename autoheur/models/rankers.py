@@ -129,6 +129,7 @@ class XGBRankerModel(_Boosted):
 
     name = "xgb_ranker"
     uses_ids = False
+    fits_rows = True  # fit(train, rows=MASK): its fits read a sample of each problem's rows, in place (TrainingPool)
     objective: str = ENSEMBLE
     relevance: tuple[float, ...] = TRAIN_RELEVANCE  # label thresholds on time / oracle, see TRAIN_RELEVANCE
     # Near-best re-ranker (0: off): one more LambdaMART, fitted only on each problem's `rerank_rows` fastest ok
@@ -230,17 +231,17 @@ class XGBRankerModel(_Boosted):
             out[X[:, FEATURE_NAMES.index(self.experts[i])] != 0] = i
         return out
 
-    def _fit_experts(self, train: RankingSet) -> XGBRankerModel:
-        """Each expert fits on its problems of `train`, passed as a row mask: a fit reads a sample of each problem's
-        rows, and a copy of the whole set per expert would not fit in memory (the H200's training set with its
-        auxiliary data is 12.5 million rows)."""
+    def _fit_experts(self, train: RankingSet, rows: np.ndarray | None = None) -> XGBRankerModel:
+        """Each expert fits on its problems of `train` (of the row mask `rows`: None, all), passed as a row mask: a
+        fit reads a sample of each problem's rows, and a copy of the whole set per expert would not fit in memory
+        (the H200's training set with its auxiliary data is 12.5 million rows)."""
         route = self._route(train.X)
         rounds = self._expert_rounds()
         self.experts_: dict[int, XGBRankerModel] = {}
         problems: dict[int, int] = {}
         seconds: dict[str, float] = {}  # each expert's wall ("all": its rows chosen and its fits) and each fit's
-        for e in np.unique(route).tolist():
-            within = route == e
+        for e in np.unique(route if rows is None else route[rows]).tolist():
+            within = route == e if rows is None else (route == e) & rows
             expert = replace(self, experts=(), expert_rounds=(), **rounds.get(e, {}))
             expert.experts_ = None
             t0 = time.perf_counter()
@@ -291,14 +292,20 @@ class XGBRankerModel(_Boosted):
         X[:, [FEATURE_NAMES.index(f) for f in ignored]] = 0.0
         return X
 
-    def fit(self, train: RankingSet) -> XGBRankerModel:
+    def fit(self, train: RankingSet, rows: np.ndarray | None = None) -> XGBRankerModel:
+        """Fit on `train`, or on its rows the mask `rows` holds (whole problems; None: all), read in place: the same
+        model as a fit on those rows copied out (`data.rows_of`), without the copy (data.TrainingPool)."""
         self._check_features()
+        if rows is not None:
+            rows = np.asarray(rows, dtype=bool)
+            if rows.shape != (len(train.frame),):
+                raise ValueError(f"rows: a mask of {rows.shape} for a set of {len(train.frame)} rows")
         if self.experts:
-            return self._fit_experts(train)
+            return self._fit_experts(train, rows)
         if getattr(self, "expert_rounds", ()):
             raise ValueError(f"expert_rounds={self.expert_rounds!r}: this model has no experts to give them")
         self.experts_ = None
-        return self._fit_within(train, None)
+        return self._fit_within(train, rows)
 
     def _fit_within(self, train: RankingSet, within: np.ndarray | None) -> XGBRankerModel:
         """One model (no experts) on the problems of `train` that the row mask `within` holds (None: all)."""

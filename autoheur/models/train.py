@@ -15,6 +15,7 @@ from autoheur.collect.store import DatasetStore, read_problem_ids
 from autoheur.models.artifact import TrainedModel, build_meta
 from autoheur.models.data import (
     AUX_ROWS,
+    TrainingPool,
     check_thinned,
     listed_problems_only,
     load_auxiliary,
@@ -91,11 +92,20 @@ def train(
     log(f"loaded {data}: {len(rs.problems)} problems, {len(rs.frame)} rows in {time.perf_counter() - t0:.1f} s")
     for path, a in zip(aux, aux_sets, strict=True):
         log(f"  auxiliary {path}: {len(a.problems)} problems of {a.device.get('name')}")
+    borrowed = [
+        {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
+         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash(), "new_only": aux_new_only}
+        for path, a in zip(aux, aux_sets, strict=True)
+    ]  # fmt: skip
+    # Every training row once: the folds' sets are masks over it, and the final fit reads all of it (TrainingPool);
+    # `rs` becomes a view of its first rows, and the auxiliary sets, copied into it, go.
+    pool = TrainingPool.build(rs, aux_sets)
+    aux_sets = a = None  # (`a`: the log's loop above)
     heldout = []
     if heldout_folds:
         per_problem, _ = run_split(
             "group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log, params={model: params},
-            aux=aux_sets,
+            pool=pool,
         )  # fmt: skip
         heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")
         if heldout_problems:
@@ -103,7 +113,7 @@ def train(
             per_problem.to_csv(heldout_problems, index=False)
             log(f"wrote the held-out figures of {len(per_problem)} problems to {heldout_problems}")
     fixed = FixedList(10).fit(rs).list_  # the device's own fallback list
-    train_set = rs.with_auxiliary(aux_sets)
+    train_set = pool.set
     t1 = time.perf_counter()
     ranker = make_model(model, **params).fit(train_set)
     fit_s = time.perf_counter() - t1
@@ -112,11 +122,9 @@ def train(
         log("  " + ", ".join(f"{k} {v:.1f} s" for k, v in ranker.fit_seconds_.items()))
     meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
     meta["auxiliary"] = [
-        {"dataset": str(path), "device": a.device.get("name"), "problems": int(len(a.problems)),
-         "rows": int(len(a.frame)), "rows_per_problem": a.thin, "data_hash": a.data_hash(), "new_only": aux_new_only,
-         "share": getattr(ranker, "aux_share", None),
+        {**b, "share": getattr(ranker, "aux_share", None),
          "problems_file": None if aux_problems is None else str(aux_problems)}
-        for path, a in zip(aux, aux_sets, strict=True)
+        for b in borrowed
     ]  # fmt: skip
     meta["own_problems"] = int(len(rs.problems))
     return TrainedModel(ranker, meta)

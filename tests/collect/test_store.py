@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -496,6 +497,33 @@ def test_a_part_pack_cut_short_is_finished_and_a_lying_one_refused(tmp_path):
     pq.write_table(table.replace_schema_metadata(md), pack)
     with pytest.raises(ValueError, match="other problems than its list"):
         DatasetStore.load(tmp_path / "d").read()
+
+
+def test_a_column_read_of_a_pack_reads_the_same_and_checks_what_it_reads(tmp_path):
+    store = fill(tmp_path / "d")
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
+    loose, summary = store.read(), info(tmp_path / "d")
+    store.pack_parts()
+    packed = DatasetStore.load(tmp_path / "d")
+    for cols in (["median_ms"], ["problem_id", "status", "median_ms"], ["sizes", "config_id", "layout"]):
+        assert packed.read(cols).equals(loose[cols])
+    assert info(tmp_path / "d") == summary  # info reads six columns of the pack
+    (pack,) = [p for p in (tmp_path / "d").iterdir() if p.name.startswith("part-pack-")]
+    good = pq.read_table(pack)
+    md = good.schema.metadata
+    corrupt = {
+        "duplicate": pa.concat_tables([good, good.slice(0, 1)]),
+        "unknown status": good.set_column(COLUMNS.index("status"), "status", pa.array(["lost"] * len(good))),
+        "wrong types": good.set_column(COLUMNS.index("n"), "n", pa.array([1.0] * len(good))),
+    }
+    for match, table in corrupt.items():
+        pq.write_table(table.replace_schema_metadata(md), pack)
+        with pytest.raises(ValueError, match=match):
+            DatasetStore.load(tmp_path / "d").read(["median_ms"])
+    bare = {k: v for k, v in md.items() if k != b"autoheur"}  # its list of problems, no run metadata
+    pq.write_table(good.replace_schema_metadata(bare), pack)
+    with pytest.raises(ValueError, match="metadata"):
+        DatasetStore.load(tmp_path / "d").read(["median_ms"])
 
 
 def test_merge_reads_a_packed_source(tmp_path):

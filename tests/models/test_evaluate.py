@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from autoheur.models.evaluate import (
     SUBSETS,
@@ -14,6 +15,7 @@ from autoheur.models.evaluate import (
     summarize_splits,
     tuning_cost,
 )
+from autoheur.models.rankers import XGBRankerModel
 
 
 def test_group_kfold_holds_out_whole_problems(h100_slice):
@@ -187,3 +189,53 @@ def test_auxiliary_only_names_the_datasets_the_splits_only_train_on():
     assert auxiliary_only(names, ["lomo"], ["h200"]) == []  # every dataset's
     assert auxiliary_only(names, ["h200:lomo"], []) == []  # no auxiliary data
     assert auxiliary_only(names, ["h200:lomo"], ["h100"]) == []  # h100 would train on h200, but has no split
+
+
+def test_a_pool_holds_the_own_rows_once_and_its_masks_are_the_folds_training_sets(h100_slice):
+    """TrainingPool: the own set becomes a view of the pool's first rows, equal to what it was; each mask's rows are
+    the set with_auxiliary gives for the same fold, row for row."""
+    from autoheur.models.data import RankingSet, TrainingPool, rows_of
+
+    own = RankingSet(h100_slice.frame.copy(), h100_slice.X.copy(), h100_slice.device)
+    before = RankingSet(own.frame.copy(), own.X.copy(), own.device)
+    aux = _other_device(h100_slice)
+    aux.X[:] += 1.0  # distinguishable rows
+    pool = TrainingPool.build(own, [aux])
+    pd.testing.assert_frame_equal(own.frame, before.frame)  # categories included
+    np.testing.assert_array_equal(own.X, before.X)
+    assert np.shares_memory(own.X, pool.set.X) and pool.aux == (("NVIDIA H200", None),)
+    fam = before.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
+    ids, left_out = list(before.problems[2:]), list(before.problems[:2])
+    families = sorted(set(fam[left_out]) - {"sampled"})[:1]
+    for kw in ({}, {"problems": ids}, {"problems": ids, "leave_out": left_out},
+               {"problems": ids, "leave_out": left_out, "leave_out_families": families}):  # fmt: skip
+        want = before.with_auxiliary([aux], **kw)
+        mask = pool.rows(**kw)
+        got = pool.set if mask is None else rows_of(pool.set, np.flatnonzero(mask))
+        pd.testing.assert_frame_equal(got.frame, want.frame)
+        np.testing.assert_array_equal(got.X, want.X)
+    assert pool.rows() is None  # every row: no mask
+    alone = TrainingPool.build(before)  # no auxiliary data: the set itself, a fold a mask of its rows
+    assert alone.set is before and alone.rows() is None
+    np.testing.assert_array_equal(alone.rows(ids), before.frame["problem_id"].isin(ids).to_numpy())
+
+
+def test_run_split_on_a_pool_is_run_split_on_the_copies(h100_slice):
+    """The default ranker fitted in place on a fold's mask scores every problem as one fitted on the fold's rows
+    copied out (with_auxiliary, as before the pool): the same model."""
+    from autoheur.models.data import RankingSet, TrainingPool
+    from autoheur.models.evaluate import _score
+
+    small = {"xgb_ranker": {"n_estimators": 8, "max_depth": 3, "rerank_estimators": 4, "n_jobs": 1}}
+    own = RankingSet(h100_slice.frame.copy(), h100_slice.X.copy(), h100_slice.device)
+    aux = _other_device(h100_slice)
+    folds = list(group_kfold(own, 3))
+    pp, _ = run_split("s", folds, own, own, ["xgb_ranker"], log=lambda s: None, params=small, aux=[aux])
+    copied = []
+    for fold, train_ids, test_ids in folds:
+        train = h100_slice.with_auxiliary([aux], leave_out=test_ids, problems=train_ids)
+        model = XGBRankerModel(**small["xgb_ranker"])
+        copied.append(_score(model, train, None, h100_slice.subset(test_ids), "s", fold, "xgb_ranker", print)[0])
+    pd.testing.assert_frame_equal(pp, pd.concat(copied, ignore_index=True))
+    with pytest.raises(ValueError, match="not both"):
+        run_split("s", folds, own, own, ["xgb_ranker"], aux=[aux], pool=TrainingPool.build(own, [aux]))
