@@ -60,8 +60,6 @@ def _csv(text: str) -> tuple[str, ...]:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    import torch
-
     from autoheur.collect.runner import CollectOptions, collect, device_spec, parse_shard
     from autoheur.collect.shapes import ShapesError, load_shapes
     from autoheur.collect.workloads import roofline_ms, workload
@@ -79,17 +77,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except (ShapesError, ValueError, FileNotFoundError) as exc:
         print(f"autoheur collect: {exc}", file=sys.stderr)
         return 2
-    if args.gpus == "all":
-        gpus = max(1, torch.cuda.device_count())
-    else:
-        try:
-            gpus = int(args.gpus)
-        except ValueError:
-            print(f"autoheur collect: --gpus {args.gpus!r}: a number or 'all'", file=sys.stderr)
-            return 2
-        if gpus < 1 or (torch.cuda.is_available() and gpus > torch.cuda.device_count()):
-            print(f"autoheur collect: --gpus {gpus}: this machine has {torch.cuda.device_count()}", file=sys.stderr)
-            return 2
+    try:
+        gpus = _gpu_count(args.gpus)
+    except ValueError as exc:
+        print(f"autoheur collect: {exc}", file=sys.stderr)
+        return 2
     if args.dry_run:
         for p in problems[shard_spec[0] :: shard_spec[1]]:
             print(f"{p.layout} {p.dtype:8s} G={p.groups:<3d} rows={p.total:<7d} m={p.m} n={p.n} k={p.k} "
@@ -178,12 +170,28 @@ def _data_pass(name: str, run) -> int:
     return 0
 
 
+def _gpu_count(text: str) -> int:
+    """`--gpus`: a count of this machine's GPUs (at least 1; any count without a GPU, where the interpreter runs each
+    worker on the CPU), or 'all'."""
+    import torch
+
+    if text == "all":
+        return max(1, torch.cuda.device_count())
+    try:
+        gpus = int(text)
+    except ValueError:
+        raise ValueError(f"--gpus {text!r}: a number or 'all'") from None
+    if gpus < 1 or (torch.cuda.is_available() and gpus > torch.cuda.device_count()):
+        raise ValueError(f"--gpus {gpus}: this machine has {torch.cuda.device_count()}")
+    return gpus
+
+
 def cmd_data_retime(args: argparse.Namespace) -> int:
     from autoheur.collect.runner import CollectOptions, retime
 
     def run():
         opts = CollectOptions(reps=args.reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        return retime(Path(args.path), opts, spread_above=args.spread_above)
+        return retime(Path(args.path), opts, spread_above=args.spread_above, gpus=_gpu_count(args.gpus))
 
     return _data_pass("retime", run)
 
@@ -205,7 +213,7 @@ def _near_best_pass(args: argparse.Namespace, kind: str) -> int:
 
     def run():
         opts = runner.CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        return getattr(runner, kind)(Path(args.path), opts, within=within, top=top)
+        return getattr(runner, kind)(Path(args.path), opts, within=within, top=top, gpus=_gpu_count(args.gpus))
 
     return _data_pass(kind, run)
 
@@ -478,6 +486,7 @@ def _pass_options(d: argparse.ArgumentParser) -> None:
     d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
     d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+    d.add_argument("--gpus", default="1", help="GPUs on this host, one worker each over disjoint problems, or 'all'")
 
 
 def _near_best_parser(dsub, kind: str, help: str, best: str, defaults: tuple, fn) -> None:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call of the lent GPU machine that grows a dataset (BENCHMARKS.md, Collection):
 #   1. `autoheur collect ARGS --out DIR` until about 2 minutes before the call's end,
-#   2. `autoheur data refine DIR`, then `autoheur data polish DIR`, in the time left (both resumable, so what a call
-#      leaves the next one does),
+#   2. `autoheur data refine DIR`, then `autoheur data polish DIR`, in the time left, on the collection's `--gpus`
+#      (both resumable, so what a call leaves the next one does),
 #   3. `autoheur data pack DIR`, then DIR (and the call's log) to $OUT as one tarball, in 15 MB pieces when larger
 #      (scripts/return_pieces.sh: `cat dataset.tgz.part* > dataset.tgz` restores it).
 # DIR belongs under the ignored .cache/ (with Triton's cache beside it): a warm machine keeps both between calls, and
@@ -33,11 +33,19 @@ step() {
     timeout -s INT "$t" python3 -m autoheur.cli "$@" --time-limit $((t - 40))
     echo "== exit $?, $(left) s left"
 }
+# the passes on the collection's GPUs (`--gpus N` or `all` among its arguments): on one GPU they fell behind a
+# collection on two at stop 74
+GPUS=1
+prev=
+for a in "$@"; do
+    [ "$prev" = "--gpus" ] && GPUS=$a
+    prev=$a
+done
 {
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
     step 110 collect "$@" --out "$DIR"
-    step 50 data refine "$DIR"
-    step 10 data polish "$DIR"
+    step 50 data refine "$DIR" --gpus "$GPUS"
+    step 10 data polish "$DIR" --gpus "$GPUS"
     python3 -m autoheur.cli data pack "$DIR"
     python3 -m autoheur.cli data info "$DIR"
 } 2>&1 | tee "$OUT/device_collect.log"

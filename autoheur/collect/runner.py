@@ -463,7 +463,7 @@ def _worker(
     report({"kind": "finished", "rank": rank})
 
 
-def _spawned_worker(rank, problems, root, meta, opts, compiled, queue, deadline) -> None:
+def _spawned_worker(rank, problems, root, meta, opts, compiled, deadline, queue) -> None:
     try:
         _worker(rank, problems, root, meta, opts, compiled, queue.put, deadline)
     except BaseException as exc:  # tell the parent, then die: the problem in flight is simply not written
@@ -559,45 +559,20 @@ def collect(
     progress = Progress(len(todo))
     records = []
     gpu_count = max(1, gpus)
+
+    def report(rec):
+        if rec["kind"] == "done":
+            records.append(rec)
+            progress.update(rec)
+        elif rec["kind"] == "error":
+            summary["errors"].append(rec)
+            log(f"GPU worker {rec['rank']} failed: {rec['message']}")
+
     if gpu_count == 1:
-
-        def report(rec):
-            if rec["kind"] == "done":
-                records.append(rec)
-                progress.update(rec)
-
         _worker(0, todo, str(root), meta, opts, compiled, report, deadline)
     else:
-        ctx = mp.get_context("spawn")
-        queue = ctx.Queue()
-        procs = [
-            ctx.Process(
-                target=_spawned_worker,
-                args=(r, shard(todo, r, gpu_count), str(root), meta, opts, compiled, queue, deadline),
-            )
-            for r in range(gpu_count)
-        ]
-        for pr in procs:
-            pr.start()
-        live = gpu_count
-        while live:
-            try:
-                rec = queue.get(timeout=5)
-            except Exception:  # queue.Empty: check for workers that died without a word
-                if not any(pr.is_alive() for pr in procs):
-                    break
-                continue
-            if rec["kind"] == "done":
-                records.append(rec)
-                progress.update(rec)
-            elif rec["kind"] in ("finished", "stopped"):
-                live -= 1
-            elif rec["kind"] == "error":
-                summary["errors"].append(rec)
-                log(f"GPU worker {rec['rank']} failed: {rec['message']}")
-                live -= 1
-        for pr in procs:
-            pr.join()
+        shares = [(r, shard(todo, r, gpu_count), str(root), meta, opts, compiled, deadline) for r in range(gpu_count)]
+        _spawn_workers(_spawned_worker, shares, report)
     # every worker has ended (one writer again): this run's parts into one pack (store.pack_parts; reads unchanged)
     summary["packed"] = store.pack_parts()
     summary["done"] = len(records)
@@ -653,6 +628,7 @@ def retime(
     opts: CollectOptions = CollectOptions(),
     *,
     spread_above: float = RETIME_SPREAD,
+    gpus: int = 1,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict:
     """Measure again, under this version's protocol, every config of a dataset whose runs disagreed.
@@ -671,6 +647,7 @@ def retime(
         lambda rows: configs_to_retime(rows, spread_above),
         f"with spread above {spread_above}",
         log,
+        gpus=gpus,
     )
 
 
@@ -680,6 +657,7 @@ def refine(
     *,
     within: float = REFINE_WITHIN,
     top: int = REFINE_TOP,
+    gpus: int = 1,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict:
     """Measure each problem's near-best configs again, `opts.reps` interleaved rounds each (`Timer.rounds`).
@@ -700,6 +678,7 @@ def refine(
         after=("retime",),
         rounds=True,
         record={"within": within, "top": top},
+        gpus=gpus,
     )
 
 
@@ -709,6 +688,7 @@ def polish(
     *,
     within: float = POLISH_WITHIN,
     top: int = POLISH_TOP,
+    gpus: int = 1,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict:
     """Measure each problem's near-tied front again after the refine: its `top` fastest ok configs within `within` of
@@ -739,7 +719,88 @@ def polish(
         rounds=True,
         record={"within": within, "top": top},
         needs="refine",
+        gpus=gpus,
     )
+
+
+def _pass_worker(
+    rank: int,
+    todo: list[tuple[Problem, tuple[str, ...]]],
+    root: str,
+    meta: Metadata,
+    kind: str,
+    opts: CollectOptions,
+    ropts: CollectOptions,
+    compiled: dict[str, dict[str, CompileResult]],
+    rounds: bool,
+    extra: dict,
+    deadline: float | None,
+    gpus: int,
+    report: Callable[[dict], None],
+) -> None:
+    """`_remeasure`'s problems `todo` on GPU `rank` (the CPU under the interpreter): each one's configs timed again
+    and written as its retime file of `kind`, one line of the run log each (a log of its own per worker)."""
+    gpu = torch.cuda.is_available() and not interpreting()
+    if gpu:
+        torch.cuda.set_device(rank)
+    device = torch.device("cuda", rank) if gpu else torch.device("cpu")
+    spec = device_spec(rank)
+    timer = Timer(device) if gpu else WallTimer()
+    store = DatasetStore.load(Path(root))
+    stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{socket.gethostname()}" + (f"-{rank}" if gpus > 1 else "")
+    log_path = store.root / "runs" / f"{stamp}-{kind}.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    for p, ids in todo:
+        if deadline is not None and time.time() > deadline:
+            report({"kind": "stopped", "rank": rank})
+            return
+        results: list = []
+        record = {"problem_id": problem_id(p), "name": p.name, PAST[kind]: len(ids), "reps": opts.reps, **extra}
+        if ids:
+            configs = feasible_for(p, spec, replace(ropts, config_ids=ids))
+            compiled_p = compiled[compile_key(p, spec)]
+            results, stats = measure_problem(p, configs, compiled_p, ropts, device, timer, rounds=rounds)
+            record.update(asdict(stats))
+        try:
+            store.write_retime(p, rows_for(p, results), meta, kind)
+        except FileExistsError:
+            continue
+        with log_path.open("a") as f:
+            f.write(json.dumps({"kind": kind, **record}) + "\n")
+        report({"kind": "done", "rank": rank, "configs": len(ids), "record": record})
+    report({"kind": "finished", "rank": rank})
+
+
+def _spawned_pass_worker(rank, *args) -> None:
+    queue = args[-1]
+    try:
+        _pass_worker(rank, *args[:-1], queue.put)
+    except BaseException as exc:  # tell the parent, then die: the problem in flight is simply not written
+        queue.put({"kind": "error", "rank": rank, "message": f"{type(exc).__name__}: {exc}"})
+        raise
+
+
+def _spawn_workers(target, per_worker: list[tuple], report: Callable[[dict], None]) -> None:
+    """Run `target(*args, queue)` for each args of `per_worker` in a spawned process of its own, passing what they
+    put on the queue to `report` until each has finished, stopped or failed (or all died without a word)."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, queue)) for args in per_worker]
+    for pr in procs:
+        pr.start()
+    live = len(procs)
+    while live:
+        try:
+            rec = queue.get(timeout=5)
+        except Exception:  # queue.Empty: check for workers that died without a word
+            if not any(pr.is_alive() for pr in procs):
+                break
+            continue
+        report(rec)
+        if rec["kind"] in ("finished", "stopped", "error"):
+            live -= 1
+    for pr in procs:
+        pr.join()
 
 
 def _remeasure(
@@ -753,12 +814,17 @@ def _remeasure(
     record: dict | None = None,
     after: tuple[str, ...] = (),
     needs: str | None = None,
+    gpus: int = 1,
 ) -> dict:
     """The pass of `kind` over a dataset: per unfinished problem, check and time again the configs `select` picks
     from its rows (its part, with the retime kinds `after` applied) and write them as the problem's retime file of
     that kind (an empty one when none is selected). `record`: fields every problem's line in the run log carries
     (the pass's selection). `needs`: one of `after` whose file a problem must have before this pass takes it; the
-    others wait, counted in the summary's "waiting"."""
+    others wait, counted in the summary's "waiting". `gpus`: one worker a GPU, each on every `gpus`-th problem (as
+    `collect --gpus`); a pass on one GPU fell behind a collection on two at stop 74 (116-147 problems refined in the 45
+    s a call left it, of 275-355 collected)."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus={gpus!r}: expected a count of GPUs, at least 1")
     extra = dict(record or {})
     if opts.family != "triton":
         raise ValueError(f"{kind} measures autoheur's kernel (family 'triton'); Inductor's datasets have no spread")
@@ -807,33 +873,24 @@ def _remeasure(
         compiled.update(precompile_all([p], spec, replace(ropts, config_ids=tuple(sorted(ids))), log))
     summary["precompile_s"] = time.time() - t_c
 
-    gpu = torch.cuda.is_available() and not interpreting()
-    device = torch.device("cuda", 0) if gpu else torch.device("cpu")
-    timer = Timer(device) if gpu else WallTimer()
-    stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{socket.gethostname()}"
-    log_path = store.root / "runs" / f"{stamp}-{kind}.jsonl"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     progress = Progress(len(todo))
-    for p, ids in todo:
-        if deadline is not None and time.time() > deadline:
+    args = (str(root), meta, kind, opts, ropts, compiled, rounds, extra, deadline, gpus)
+
+    def report(rec: dict) -> None:
+        if rec["kind"] == "done":
+            summary["done"] += 1
+            summary["configs"] += rec["configs"]
+            progress.update(rec["record"])
+        elif rec["kind"] == "stopped":
             log("time limit reached: the remaining problems are left for the next run")
-            break
-        results: list = []
-        record = {"problem_id": problem_id(p), "name": p.name, PAST[kind]: len(ids), "reps": opts.reps, **extra}
-        if ids:
-            configs = feasible_for(p, spec, replace(ropts, config_ids=ids))
-            compiled_p = compiled[compile_key(p, spec)]
-            results, stats = measure_problem(p, configs, compiled_p, ropts, device, timer, rounds=rounds)
-            record.update(asdict(stats))
-        try:
-            store.write_retime(p, rows_for(p, results), meta, kind)
-        except FileExistsError:
-            continue
-        with log_path.open("a") as f:
-            f.write(json.dumps({"kind": kind, **record}) + "\n")
-        summary["done"] += 1
-        summary["configs"] += len(ids)
-        progress.update(record)
+        elif rec["kind"] == "error":
+            summary.setdefault("errors", []).append(rec)
+            log(f"GPU worker {rec['rank']} failed: {rec['message']}")
+
+    if gpus == 1:
+        _pass_worker(0, todo, *args, report)
+    else:
+        _spawn_workers(_spawned_pass_worker, [(r, todo[r::gpus], *args) for r in range(gpus)], report)
     summary["packed"] = store.pack(kind)  # the problems' files of this pass, and of earlier runs of it, into one
     summary["wall_s"] = time.time() - t0
     return summary

@@ -468,6 +468,37 @@ def test_refine_end_to_end_after_a_retime(tmp_path):
         runner.refine(root, CollectOptions(reps=4, workers=1), within=0.5, log=quiet)
 
 
+@pytest.mark.skipif(HAS_GPU and torch.cuda.device_count() < 2, reason="needs two GPUs, or none (the interpreter)")
+def test_refine_and_polish_on_two_workers_share_the_problems(tmp_path):
+    """--gpus 2 for the passes: two spawned workers on disjoint problems, a run log each, every problem done once,
+    the files packed at the end; the picks are the one-worker pass's."""
+    root = tmp_path / "ds"
+    collect(TINY, root, OPTS, log=quiet)
+    store = DatasetStore.load(root)
+    picks = {pid: set(runner.configs_to_refine(store.read_problem(pid), 1e9, 2)) for pid in store.parts()}
+    summary = runner.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, gpus=2, log=quiet)
+    assert summary["done"] == 2 and summary["configs"] == 4 and not summary.get("errors")
+    logs = sorted((root / "runs").glob("*-refine.jsonl"))
+    assert [p.name.rsplit("-", 2)[1] for p in logs] == ["0", "1"]  # one log a worker
+    assert sorted(json.loads(x)["problem_id"] for p in logs for x in p.read_text().splitlines()) == sorted(picks)
+    for pid, ids in picks.items():
+        assert set(store.read_retime(pid, "refine").column("config_id").to_pylist()) == ids
+    assert len(list(root.glob("refine-*.parquet"))) == 1 and next(root.glob("refine-pack-*.parquet"))
+    summary = runner.polish(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, gpus=2, log=quiet)
+    assert summary["done"] == 2 and len(store.retimes("polish")) == 2
+    with pytest.raises(ValueError, match="gpus"):
+        runner.refine(root, CollectOptions(reps=3, workers=1), gpus=0, log=quiet)
+
+
+def test_pass_gpus_option_is_checked_before_any_work(tmp_path, capsys):
+    from autoheur.cli import main
+
+    collect(TINY, tmp_path / "ds", OPTS, log=quiet)
+    assert main(["data", "refine", str(tmp_path / "ds"), "--gpus", "two"]) == 2
+    assert "--gpus 'two': a number or 'all'" in capsys.readouterr().err
+    assert not DatasetStore.load(tmp_path / "ds").retimes("refine")  # nothing was measured
+
+
 def test_polish_end_to_end_after_the_refine(tmp_path):
     """Polish picks from the rows as retimed and refined, times them in its own rounds and overlays them last; the
     refine's figures stay on disk; resumable; a bad selection is refused before any work."""
