@@ -561,9 +561,10 @@ def test_pass_cli_passes_its_options_or_the_runners_defaults(monkeypatch, capsys
     assert main(["data", cmd, "ds", "--top", "3", "--time-limit", "60", "--workers", "2"]) == 0
     path, opts, kw = seen[0]
     upper = cmd.upper()
-    assert path == "ds" and kw == {"within": getattr(runner, f"{upper}_WITHIN"), "top": 3}
+    assert path == "ds" and kw == {"within": getattr(runner, f"{upper}_WITHIN"), "top": 3, "gpus": 1}
     assert (opts.reps, opts.time_limit_s, opts.workers) == (getattr(runner, f"{upper}_REPS"), 60, 2)
     assert json.loads(capsys.readouterr().out)["kind"] == cmd
+    assert main(["data", cmd, "ds", "--gpus", "1"]) == 0 and seen[1][2]["gpus"] == 1
 
 
 @pytest.mark.parametrize(

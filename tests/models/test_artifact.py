@@ -382,7 +382,8 @@ def test_train_keeps_only_the_listed_auxiliary_problems(mini_dataset, tmp_path, 
     from autoheur.models import data
     from autoheur.models import train as train_module
 
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    # 12: at stop 74 the H200's first 8 (in the store's order) held only one problem the H100's 12 lack
+    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=12)
     own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
     new, shared = sorted(theirs - own), sorted(theirs & own)
     assert len(new) >= 2 and shared
@@ -561,7 +562,9 @@ def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset
     real, seen = evaluate.run_split, []
 
     def spy(split, folds, rs_train, rs_test, models, log=print, params=None, aux=(), **kw):
-        seen.append((split, [set(a.problems) for a in aux]))
+        pool = kw.get("pool")  # a within-device split gets its dataset's pool: the borrowed ids are its own to read
+        borrowed = [set(pool.raw_ids.iloc[pool.n_own :].astype(str))] if pool is not None and pool.aux else []
+        seen.append((split, [set(a.problems) for a in aux] + borrowed))
         return real(split, folds, rs_train, rs_test, models, log, params, aux, **kw)
 
     monkeypatch.setattr(evaluate, "run_split", spy)
