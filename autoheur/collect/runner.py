@@ -422,8 +422,8 @@ def _worker(
     meta: Metadata,
     opts: CollectOptions,
     compiled: dict[str, dict[str, CompileResult]],
-    report: Callable[[dict], None],
     deadline: float | None,
+    report: Callable[[dict], None],
 ) -> None:
     """Collect `problems` on GPU `rank` (the CPU under the interpreter) into the dataset at `root`."""
     gpu = torch.cuda.is_available() and not interpreting()
@@ -463,9 +463,11 @@ def _worker(
     report({"kind": "finished", "rank": rank})
 
 
-def _spawned_worker(rank, problems, root, meta, opts, compiled, deadline, queue) -> None:
+def _spawned(work, rank, *args) -> None:
+    """`work(rank, *args[:-1], report)` in a spawned worker, reporting on the queue that is the last of `args`."""
+    queue = args[-1]
     try:
-        _worker(rank, problems, root, meta, opts, compiled, queue.put, deadline)
+        work(rank, *args[:-1], queue.put)
     except BaseException as exc:  # tell the parent, then die: the problem in flight is simply not written
         queue.put({"kind": "error", "rank": rank, "message": f"{type(exc).__name__}: {exc}"})
         raise
@@ -569,10 +571,10 @@ def collect(
             log(f"GPU worker {rec['rank']} failed: {rec['message']}")
 
     if gpu_count == 1:
-        _worker(0, todo, str(root), meta, opts, compiled, report, deadline)
+        _worker(0, todo, str(root), meta, opts, compiled, deadline, report)
     else:
         shares = [(r, shard(todo, r, gpu_count), str(root), meta, opts, compiled, deadline) for r in range(gpu_count)]
-        _spawn_workers(_spawned_worker, shares, report)
+        _spawn_workers(_worker, shares, report)
     # every worker has ended (one writer again): this run's parts into one pack (store.pack_parts; reads unchanged)
     summary["packed"] = store.pack_parts()
     summary["done"] = len(records)
@@ -771,21 +773,12 @@ def _pass_worker(
     report({"kind": "finished", "rank": rank})
 
 
-def _spawned_pass_worker(rank, *args) -> None:
-    queue = args[-1]
-    try:
-        _pass_worker(rank, *args[:-1], queue.put)
-    except BaseException as exc:  # tell the parent, then die: the problem in flight is simply not written
-        queue.put({"kind": "error", "rank": rank, "message": f"{type(exc).__name__}: {exc}"})
-        raise
-
-
-def _spawn_workers(target, per_worker: list[tuple], report: Callable[[dict], None]) -> None:
-    """Run `target(*args, queue)` for each args of `per_worker` in a spawned process of its own, passing what they
-    put on the queue to `report` until each has finished, stopped or failed (or all died without a word)."""
+def _spawn_workers(work, per_worker: list[tuple], report: Callable[[dict], None]) -> None:
+    """Run `work(*args, report)` for each args of `per_worker` (the rank first) in a spawned process of its own,
+    passing what they report to `report` until each has finished, stopped or failed (or all died without a word)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*args, queue)) for args in per_worker]
+    procs = [ctx.Process(target=_spawned, args=(work, *args, queue)) for args in per_worker]
     for pr in procs:
         pr.start()
     live = len(procs)
@@ -890,7 +883,7 @@ def _remeasure(
     if gpus == 1:
         _pass_worker(0, todo, *args, report)
     else:
-        _spawn_workers(_spawned_pass_worker, [(r, todo[r::gpus], *args) for r in range(gpus)], report)
+        _spawn_workers(_pass_worker, [(r, todo[r::gpus], *args) for r in range(gpus)], report)
     summary["packed"] = store.pack(kind)  # the problems' files of this pass, and of earlier runs of it, into one
     summary["wall_s"] = time.time() - t0
     return summary

@@ -105,11 +105,7 @@ class RankingSet:
         parts: list[tuple[RankingSet, np.ndarray | None, str]] = [(self, own, "")]
         skip, skip_fam = set(leave_out), set(leave_out_families)
         for a in aux:
-            if a.device.get("name") == self.device.get("name"):
-                raise ValueError(
-                    f"an auxiliary dataset of {a.device.get('name')!r}, the device of the training data itself: "
-                    "merge such datasets (autoheur data merge) instead of adding one as auxiliary data"
-                )
+            _check_other_device(a, self)
             f = a.frame
             keep = ~f["problem_id"].isin(skip).to_numpy() & ~f["family"].isin(skip_fam).to_numpy()
             parts.append((a, keep, f"{AUX_PREFIX}{a.device.get('name')}:"))
@@ -214,6 +210,15 @@ def sample_rows(
     return rows_of(rs, np.concatenate(keep))
 
 
+def _check_other_device(aux: RankingSet, own: RankingSet) -> None:
+    """Refuse auxiliary data of the training data's own device: such datasets are merged, not borrowed."""
+    if aux.device.get("name") == own.device.get("name"):
+        raise ValueError(
+            f"an auxiliary dataset of {aux.device.get('name')!r}, the device of the training data itself: "
+            "merge such datasets (autoheur data merge) instead of adding one as auxiliary data"
+        )
+
+
 def _stack(
     parts: Sequence[tuple[RankingSet, np.ndarray | None, str]], device: dict, consume_first: bool = False
 ) -> RankingSet:
@@ -275,11 +280,7 @@ class TrainingPool:
         (its categoricals keep their categories): its own arrays are let go, so a caller that keeps no other
         reference to them holds those rows once. The auxiliary sets are copied and left as they were."""
         for a in aux:
-            if a.device.get("name") == own.device.get("name"):
-                raise ValueError(
-                    f"an auxiliary dataset of {a.device.get('name')!r}, the device of the training data itself: "
-                    "merge such datasets (autoheur data merge) instead of adding one as auxiliary data"
-                )
+            _check_other_device(a, own)
         if not aux:
             return cls(own, len(own.frame), own.frame["problem_id"])
         raw = _concat([own.frame["problem_id"], *(a.frame["problem_id"] for a in aux)])
