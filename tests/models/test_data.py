@@ -17,6 +17,7 @@ from autoheur.models.data import (
     load_ranking_set,
     merge_by_problem,
     new_problems_only,
+    offered_rows,
 )
 from autoheur.models.rankers import FixedList, XGBRankerModel, XGBRegressorModel
 
@@ -182,3 +183,29 @@ def test_problem_rows_reads_the_runs_of_a_contiguous_frame_as_groupby_does(h100_
     mixed = RankingSet(rs.frame.iloc[order].reset_index(drop=True), rs.X[order], rs.device)
     assert _same_rows(problem_rows(mixed, None), _grouped(mixed, None))
     assert problem_rows(rs.subset([]), None) == []
+
+
+INDUCTOR_H100 = Path(__file__).resolve().parents[2] / "data" / "inductor-nvidia-h100-80gb-hbm3"
+
+
+def test_an_inductor_dataset_ranks_only_the_choices_inductor_offered():
+    """Inductor's pruned grid points ("invalid": never offered, so its choice filter never ranks them) are neither
+    learned nor scored; the offered rows, failed ones included, all stay, each problem's labels computed on them."""
+    from autoheur.collect.store import DatasetStore
+
+    raw = DatasetStore.load(INDUCTOR_H100).read(COLUMNS)
+    assert (raw["status"] == "invalid").any()  # the shipped data has pruned points, or this test proves nothing
+    offered = raw[raw["status"] != "invalid"]
+    for rs in (load_ranking_set(INDUCTOR_H100), load_ranking_set(INDUCTOR_H100, batch_rows=500)):
+        assert "invalid" not in set(rs.frame["status"])
+        assert len(rs.frame) == len(offered[offered["problem_id"].isin(set(rs.problems))])
+        assert set(rs.problems) == set(offered.loc[offered["status"] == "ok", "problem_id"])
+    df, _, _ = load_dataset(INDUCTOR_H100)
+    assert len(df) == len(offered)
+
+
+def test_offered_rows_leaves_the_triton_familys_rows_alone():
+    """autoheur's own kernel: an infeasible config still takes a slot of the top k (metrics.py), so its rows stay."""
+    df = pd.DataFrame({"status": ["ok", "invalid", "compile_error"], "median_ms": [1.0, np.nan, np.nan]})
+    assert offered_rows(df, "triton") is df
+    assert offered_rows(df, "inductor")["status"].tolist() == ["ok", "compile_error"]
