@@ -109,6 +109,16 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 1 if summary.get("errors") else 0
 
 
+def short_name(path: str | Path) -> str:
+    """A dataset's name in `autoheur eval`'s split names and `--aux-for`: its directory's device, as
+    'data/nvidia-h100-80gb-hbm3' -> 'h100', with a leading word that is not a device kept, as
+    'data/inductor-nvidia-h200' -> 'inductor-h200' (before stop 75 both Inductor datasets were 'inductor')."""
+    words = Path(path).name.replace("nvidia-", "").split("-")
+    if len(words) > 1 and not any(ch.isdigit() for ch in words[0]):
+        return f"{words[0]}-{words[1]}"
+    return words[0]
+
+
 def _by_ids(problems: list, path: str, keep: bool) -> list:
     """`collect --only PATH` (keep=True) / `--skip PATH` (keep=False): keep / drop the problems whose ids PATH holds
     (a dataset, or a file from `autoheur data ids`), the list's order kept."""
@@ -293,7 +303,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for name in models if boosted else ():
             if is_boosted(name):
                 params[name] = {**params.get(name, {}), **boosted}
-        paths = {Path(d).name.replace("nvidia-", "").split("-")[0]: d for d in args.data}
+        paths = {}
+        for d in args.data:
+            name = short_name(d)
+            if name in paths:
+                raise ValueError(
+                    f"{paths[name]} and {d} both go by the short name {name!r} (split names, --aux-for): give them "
+                    "directories whose names tell their devices apart"
+                )
+            paths[name] = d
         # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
         thin = auxiliary_only(list(paths), _csv(args.splits), args.aux_for or ())
         rows = (AUX_ROWS if args.aux_rows is None else args.aux_rows or None) if thin else None

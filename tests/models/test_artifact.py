@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import joblib
 import pytest
@@ -616,3 +617,29 @@ def test_prepare_scoring_readies_the_candidates_and_their_features(trained, monk
     assert built and all(built)  # every call found its block cached
     by_layout = {prepared.candidates(p, prepared.device) for p in problems if p.signature().tma_aligned}
     assert len(by_layout) == 1
+
+
+def test_eval_names_each_inductor_dataset_by_its_device_and_refuses_two_of_one_name(tmp_path, capsys):
+    """`autoheur eval` names a dataset by its directory's device: the two shipped Inductor datasets are
+    'inductor-h100' and 'inductor-h200' (both were 'inductor' before stop 75, and their cross-device split found
+    nothing to run), and two datasets of one name are refused with a message, not merged into one."""
+    from autoheur.cli import short_name
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    h100, h200 = data / "inductor-nvidia-h100-80gb-hbm3", data / "inductor-nvidia-h200"
+    assert [short_name(p) for p in (h100, h200)] == ["inductor-h100", "inductor-h200"]
+    assert [short_name(p) for p in ("data/nvidia-h100-80gb-hbm3", "x/nvidia-h200", "retest-nvidia-h200")] == [
+        "h100",
+        "h200",
+        "retest-h200",
+    ]
+    report = tmp_path / "report"
+    args = ["eval", "--data", str(h100), "--data", str(h200), "--models", "fixed_list"]
+    assert main([*args, "--splits", "inductor-h100->inductor-h200", "--report", str(report)]) == 0
+    summary = (report / "summary.csv").read_text()
+    assert "inductor-h100->inductor-h200" in summary and "inductor-h200->" not in summary
+    twin = tmp_path / "b" / h100.name
+    shutil.copytree(h100, twin)
+    capsys.readouterr()
+    assert main(["eval", "--data", str(h100), "--data", str(twin), "--models", "fixed_list"]) == 2
+    assert "both go by the short name 'inductor-h100'" in capsys.readouterr().err
