@@ -76,18 +76,21 @@ def test_filter_leaves_the_list_whole_when_unsure(hopper, case):
     assert len(rec.lists[0]) == flt.decisions[0]["choices"] > 6 and "full list" in flt.decisions[0]["why"]
 
 
-def test_the_shipped_model_narrows_real_choices(hopper, monkeypatch):
-    """enable() with no model argument loads the shipped Inductor-grid model of the GPU (the H100 preset here), which
-    ranks the real choices: ATen plus its top 10 of the template grid go on to be benchmarked. The device is pinned to
-    the H100 preset, the GPU the model is shipped for: on another GPU (an H200 ran this suite) there is none."""
+@pytest.mark.parametrize("gpu", ["H100_SXM", "H200"])
+def test_the_shipped_model_narrows_real_choices(hopper, monkeypatch, gpu):
+    """enable() with no model argument loads the shipped Inductor-grid model of the GPU (the H100 and H200 presets
+    here: each has its own since stop 75), which ranks the real choices: ATen plus its top 10 of the template grid go
+    on to be benchmarked. The device is pinned to a preset, a GPU a model is shipped for."""
     import autoheur.device
 
-    monkeypatch.setattr(autoheur.device, "current_device_spec", lambda: autoheur.device.H100_SXM)
+    spec = getattr(autoheur.device, gpu)
+    monkeypatch.setattr(autoheur.device, "current_device_spec", lambda: spec)
     rec = Recorder()
     with enable() as scope:
         compile_and_run(rec)
     (kept,) = rec.lists
     assert scope.filter.model is not None and scope.filter.model.meta["family"] == "inductor"
+    assert scope.filter.model.device["name"] == spec.name  # this GPU's own model, not another's
     assert kept[0].name == "_grouped_mm" and len(kept) == 11
     assert "model top-10" in scope.filter.decisions[0]["why"] and scope.filter.decisions[0]["choices"] > 11
 
