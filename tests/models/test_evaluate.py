@@ -164,6 +164,8 @@ def test_cross_validate_runs_only_the_named_splits(h100_slice):
         cross_validate(sets, ["random"], ("h200:lomo", "h100-"), log=lambda s: None)
     with pytest.raises(ValueError, match="needs two datasets"):  # not an empty result's concat error
         cross_validate({"h100": h100_slice}, ["random"], ("cross_device",), log=lambda s: None)
+    pp, _, _ = cross_validate({"h100": h100_slice}, ["random"], ("lomo", "cross_device"), log=lambda s: None)
+    assert list(pp["split"].unique()) == ["h100:lomo"]  # the default list on one dataset: what it can run
 
 
 def test_cross_validate_fold_seed_draws_other_folds_of_the_same_problems(h100_slice):
