@@ -14,20 +14,20 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from unittest import mock
 
 import pandas as pd
 
-from autoheur.models import data as mdata
+from autoheur.collect.store import DatasetStore
+from autoheur.models.data import COLUMNS, RankingSet, load_ranking_set
 from autoheur.models.evaluate import group_kfold, make_model
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import family_params
 
 
 def compare(path: str, seed: int = 0) -> dict:
-    offered = mdata.load_ranking_set(path)
-    with mock.patch.object(mdata, "offered_rows", lambda df, family: df):
-        every = mdata.load_ranking_set(path)
+    offered = load_ranking_set(path)
+    store = DatasetStore.load(Path(path))  # every row, the pruned points too: the frame before `offered_rows`
+    every = RankingSet.from_frame(store.read(COLUMNS), store.meta.device)
     params = family_params("inductor")["xgb_ranker"]
     out = {}
     for name, train_set in (("offered rows (shipped)", offered), ("every grid point", every)):
