@@ -38,7 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autoheur.features import FEATURE_NAMES  # noqa: E402
 from autoheur.features.derived import CRIT_FEATURES  # noqa: E402
-from autoheur.models.data import AUX_ROWS, RankingSet, load_auxiliary, load_ranking_set  # noqa: E402
+from autoheur.models.data import (  # noqa: E402
+    AUX_PREFIX,
+    AUX_ROWS,
+    RankingSet,
+    TrainingPool,
+    fit_rows,
+    load_auxiliary,
+    load_ranking_set,
+)
 from autoheur.models.evaluate import group_kfold  # noqa: E402
 from autoheur.models.metrics import evaluate, summarize  # noqa: E402
 from autoheur.models.rankers import ENSEMBLE_MEMBERS, XGBRankerModel, family_params, set_prediction  # noqa: E402
@@ -359,19 +367,31 @@ def oracle_rank(frame: pd.DataFrame) -> pd.Series:
 _DEV = None
 
 
+def _transformed(pool: TrainingPool, transform) -> TrainingPool:
+    """The pool with `transform` applied to its own rows and to each auxiliary device's rows apart (the stop-45
+    transforms reuse columns constant on one device's data), as it was applied to the dev set and each auxiliary set
+    before the pool."""
+    frame, X = pool.set.frame, np.empty_like(pool.set.X)
+    ids = frame["problem_id"].astype(str)
+    sizes = [pool.n_own] + [int(ids.str.startswith(f"{AUX_PREFIX}{device}:").sum()) for device, _ in pool.aux]
+    at = np.cumsum([0, *sizes])
+    for a, b in zip(at[:-1], at[1:], strict=True):
+        X[a:b] = transform(pool.set.X[a:b], frame.iloc[a:b])
+    return TrainingPool(RankingSet(frame, X, pool.set.device), pool.n_own, pool.raw_ids, pool.aux)
+
+
 SCORE_COLUMNS = ["problem_id", "problem_name", "config_id", "median_ms", "status", "rel_time", "score", "inner_fold"]
 
 
 def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = None, scoring=()) -> list[dict]:
     """One variant on the inner folds of the dev set (module state `_DEV`), and each of the SCORING variants
     `scoring` on its fits: their summary rows, this variant's first."""
-    dev, n_inner, aux, outer_test, train_share, aux_new_only = _DEV
+    dev, n_inner, pool, outer_test, train_share, aux_new_only = _DEV
     model_name = name
     if name in TRANSFORMS:
         model_name, transform = TRANSFORMS[name]
-        dev = RankingSet(dev.frame, transform(dev.X, dev.frame), dev.device)
-        if aux:
-            aux = [RankingSet(a.frame, transform(a.X, a.frame), a.device) for a in aux]
+        pool = _transformed(pool, transform)
+        dev = RankingSet(dev.frame, pool.set.X[: pool.n_own], dev.device)
     pids = dev.problems
     inner = list(GroupKFold(n_inner, shuffle=True, random_state=seed).split(pids, groups=pids))
     t0 = time.perf_counter()
@@ -384,13 +404,11 @@ def _run(name: str, seed: int, threads: int | None, scores_dir: str | None = Non
             tr = tr[np.sort(keep)]
         if threads is not None:
             model.n_jobs = threads
-        # with auxiliary data: never the outer fold's test problems, nor this inner fold's, on any device; one
-        # with_auxiliary call, without copying the fold's own rows out first (the plain subset without aux)
+        # with auxiliary data: never the outer fold's test problems, nor this inner fold's, on any device; the
+        # fold's training set is a row mask over the pool (fit in place, or copied for a model that cannot)
         # --aux-new-only: nor the problems this fold trains on, so an auxiliary problem is one the fold lacks
         leave_out = set(pids[te]) | set(outer_test) | (set(pids[tr]) if aux_new_only else set())
-        train = dev.with_auxiliary(aux, leave_out=leave_out, problems=pids[tr])
-        model.fit(train)
-        del train  # before the next fold's is built: with the H200 as auxiliary data it is about 8 GB
+        fit_rows(model, pool.set, pool.rows(pids[tr], leave_out=leave_out))
         test = dev.subset(pids[te])
         defaults = {key: getattr(model, key) for n in scoring for key in SCORING[n][1]}
         for n in names:
@@ -490,8 +508,12 @@ def main(argv=None) -> int:
         for name in fitted
     ]
     global _DEV  # the pool's workers are forked: they read the dev set without a copy
-    aux = load_auxiliary(args.aux or (), args.data, rows=args.aux_rows or None)
-    _DEV = (dev, args.inner, aux, test_ids, args.train_share, args.aux_new_only)
+    # every row the folds train on, stacked once (TrainingPool: the dev set becomes a view of its first rows); each
+    # fold's training set is a row mask over it, where with_auxiliary copied it (about 8 GB a fold with the H200 as
+    # auxiliary data, before stop 75)
+    training = TrainingPool.build(dev, load_auxiliary(args.aux or (), args.data, rows=args.aux_rows or None))
+    gc.collect()  # the auxiliary sets as loaded: the pool holds copies
+    _DEV = (dev, args.inner, training, test_ids, args.train_share, args.aux_new_only)
     done: dict[int, dict] = {}
 
     def keep(i: int, results: list[dict]) -> None:

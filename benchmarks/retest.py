@@ -38,7 +38,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autoheur.models.data import RankingSet, _release_arrow_memory, load_auxiliary, load_dataset  # noqa: E402
+from autoheur.models.data import (  # noqa: E402
+    RankingSet,
+    TrainingPool,
+    _release_arrow_memory,
+    fit_rows,
+    load_auxiliary,
+    load_dataset,
+)
 from autoheur.models.evaluate import group_kfold, make_model  # noqa: E402
 from autoheur.models.metrics import evaluate, kendall_tau_b, summarize  # noqa: E402
 from autoheur.models.rankers import family_params  # noqa: E402
@@ -149,7 +156,8 @@ def main() -> int:
         record("ceiling", f"{src} ranks", dst, score_on(as_scores(targets[src]), targets[dst]))
 
     # The models, held out exactly as `autoheur eval`'s GroupKFold on A; only the common problems are scored.
-    aux = load_auxiliary(args.aux or (), args.a) if args.models else []
+    # every training row stacked once, each fold a row mask over it, as the eval's folds (TrainingPool)
+    pool = TrainingPool.build(rs, load_auxiliary(args.aux or (), args.a)) if args.models else None
     params = family_params("triton")
     for name in filter(None, args.models.split(",")):
         scored = []
@@ -159,9 +167,7 @@ def main() -> int:
             if not test_ids:
                 continue
             # as the eval: never the fold's test problems timed on the other device (no aux: the fold's subset)
-            train = rs.with_auxiliary(aux, leave_out=fold_test, problems=train_ids)
-            model = make_model(name, **params.get(name, {})).fit(train)
-            train = None  # before the next fold's set is built (memory)
+            model = fit_rows(make_model(name, **params.get(name, {})), pool.set, pool.rows(train_ids, fold_test))
             test = rs.subset(test_ids)
             scored.append(test.frame[KEY].assign(score=model.predict(test)))
             print(f"  {name} fold {fold}: {len(test_ids)} common problems scored ({time.perf_counter() - t0:.0f} s)")
