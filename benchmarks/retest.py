@@ -123,7 +123,8 @@ def main() -> int:
         action="append",
         help="another device's dataset the models also train on, less its rows of each fold's test problems "
         "(as `autoheur train --aux` and `autoheur eval --aux-for` do; the shipped H200 model trains so). With the "
-        "H100 set as the H200's auxiliary data this needs more than 24 GB: killed for memory on the 2-core host",
+        "H100 set as the H200's auxiliary data it was killed for memory on the 2-core host's 24 GB while each fold "
+        "copied its rows (before stop 75's TrainingPool; not tried since)",
     )
     ap.add_argument("--out", help="write the summary JSON here")
     ap.add_argument("--per-problem", help="write the per-problem rows (CSV) here")
