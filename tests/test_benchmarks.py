@@ -499,20 +499,26 @@ def test_return_pieces_splits_only_a_file_over_the_limit(tmp_path, size):
 
 
 class _DevSet:
-    """The part of a RankingSet that dev_cv._run reads, over the rows of `frame`; `calls` records each
-    with_auxiliary call's (leave_out, problems)."""
+    """The part of a RankingSet that dev_cv._run reads, over the rows of `frame`."""
 
-    def __init__(self, frame, calls: list):
+    def __init__(self, frame):
         self.frame = frame.reset_index(drop=True)
         self.problems = np.array(list(dict.fromkeys(self.frame["problem_id"])))
-        self.calls = calls
 
     def subset(self, ids):
-        return _DevSet(self.frame[self.frame["problem_id"].isin(set(ids))], self.calls)
+        return _DevSet(self.frame[self.frame["problem_id"].isin(set(ids))])
 
-    def with_auxiliary(self, aux, leave_out=(), problems=None):
+
+class _DevPool:
+    """The part of a TrainingPool that dev_cv._run reads, over the dev set alone; `calls` records each fold's
+    `rows` call (leave_out, problems): the auxiliary rows it would leave out, and the own problems it trains on."""
+
+    def __init__(self, dev: _DevSet, calls: list):
+        self.set, self.calls = dev, calls
+
+    def rows(self, problems=None, leave_out=()):
         self.calls.append((set(leave_out), set(problems)))
-        return self.subset(problems)
+        return self.set.frame["problem_id"].isin(set(problems)).to_numpy()
 
 
 @pytest.mark.parametrize("new_only", [False, True])
@@ -525,14 +531,17 @@ def test_dev_cv_aux_new_only_leaves_out_the_problems_a_fold_trains_on(new_only, 
     calls = []
 
     class Oracle:
-        def fit(self, train):
+        fits_rows = True  # fit on the pool's row mask, in place
+
+        def fit(self, train, rows=None):
             return self
 
         def predict(self, test):
             return -test.frame["median_ms"].to_numpy()
 
     monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
-    dev = (_DevSet(f, calls), 5, ["an auxiliary set"], ["outer0", "outer1"], 0.5, new_only)
+    own = _DevSet(f)
+    dev = (own, 5, _DevPool(own, calls), ["outer0", "outer1"], 0.5, new_only)
     monkeypatch.setattr(dev_cv, "_DEV", dev)
     out = dev_cv._run("oracle", 0, None)[0]
     assert out["aux_new_only"] is new_only and out["hit"] == 1.0
@@ -560,8 +569,9 @@ def test_dev_cv_scoring_variants_score_the_same_fits(monkeypatch):
 
     class Oracle:
         flip = False  # a prediction setting: the slowest config first
+        fits_rows = True
 
-        def fit(self, train):
+        def fit(self, train, rows=None):
             fits.append(1)
             self.experts_ = {0: Expert()}
             return self
@@ -573,7 +583,8 @@ def test_dev_cv_scoring_variants_score_the_same_fits(monkeypatch):
 
     monkeypatch.setitem(dev_cv.VARIANTS, "oracle", lambda seed: Oracle())
     monkeypatch.setitem(dev_cv.SCORING, "oracle_flip", ("oracle", {"flip": True}))
-    monkeypatch.setattr(dev_cv, "_DEV", (_DevSet(f, []), 5, [], [], 1.0, False))
+    own = _DevSet(f)
+    monkeypatch.setattr(dev_cv, "_DEV", (own, 5, _DevPool(own, []), [], 1.0, False))
     base, flipped = dev_cv._run("oracle", 0, None, scoring=["oracle_flip"])
     assert len(fits) == 5
     assert (base["variant"], flipped["variant"]) == ("oracle", "oracle_flip")
