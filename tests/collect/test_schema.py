@@ -113,7 +113,7 @@ def test_parquet_round_trip(tmp_path):
     pq.write_table(table, tmp_path / "t.parquet", compression="zstd")
     back = pq.read_table(tmp_path / "t.parquet")
     assert validate_table(back) == meta
-    pd.testing.assert_frame_equal(back.to_pandas(), table.to_pandas())
+    pd.testing.assert_frame_equal(back.to_pandas(), table.to_pandas(), check_exact=True)
     assert back.column("collected_at").to_pylist()[0] == when
 
 

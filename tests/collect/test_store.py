@@ -615,13 +615,13 @@ def test_read_is_the_table_pack_by_pack_with_shared_sizes():
     fast = store.read()
     slow = DatasetStore.load(root).read_table().to_pandas()
     assert len(fast) == len(slow) > 0 and list(fast.columns) == list(slow.columns)
-    pd.testing.assert_frame_equal(fast.drop(columns="sizes"), slow.drop(columns="sizes"))
+    pd.testing.assert_frame_equal(fast.drop(columns="sizes"), slow.drop(columns="sizes"), check_exact=True)
     assert all(np.array_equal(a, b) for a, b in zip(fast["sizes"], slow["sizes"], strict=True))
     first = fast.groupby("problem_id", sort=False)["sizes"].agg(lambda s: len({id(x) for x in s}))
     assert (first == 1).all()  # one array per problem
     assert store._cache == {} or all(not k[0].name.startswith("part-pack") for k in store._cache)
     sub = DatasetStore.load(root).read(["problem_id", "median_ms"])
-    pd.testing.assert_frame_equal(sub, slow[["problem_id", "median_ms"]])
+    pd.testing.assert_frame_equal(sub, slow[["problem_id", "median_ms"]], check_exact=True)
 
 
 def test_read_batches_hold_whole_problems_and_together_the_rows_of_read():
@@ -637,7 +637,9 @@ def test_read_batches_hold_whole_problems_and_together_the_rows_of_read():
     assert sum(len(s) for s in seen) == len(set().union(*seen)) == whole["problem_id"].nunique()
     key = ["problem_id", "config_id"]
     together = pd.concat(batches, ignore_index=True).sort_values(key, kind="stable").reset_index(drop=True)
-    pd.testing.assert_frame_equal(together, whole.sort_values(key, kind="stable").reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        together, whole.sort_values(key, kind="stable").reset_index(drop=True), check_exact=True
+    )
 
 
 def _plain_read(root: Path) -> pd.DataFrame:
@@ -691,10 +693,10 @@ def test_read_is_the_plain_overlay_on_a_shipped_dataset():
     plain = _plain_read(root)
     fast = DatasetStore.load(root).read()
     assert len(fast) == len(plain) > 0
-    pd.testing.assert_frame_equal(fast.drop(columns="sizes"), plain.drop(columns="sizes"))
+    pd.testing.assert_frame_equal(fast.drop(columns="sizes"), plain.drop(columns="sizes"), check_exact=True)
     assert all(np.array_equal(a, b) for a, b in zip(fast["sizes"], plain["sizes"], strict=True))
     cols = ["median_ms", "problem_id", "layout"]  # a few columns, not in schema order, without the overlay's own
-    pd.testing.assert_frame_equal(DatasetStore.load(root).read(cols), plain[cols])
+    pd.testing.assert_frame_equal(DatasetStore.load(root).read(cols), plain[cols], check_exact=True)
 
 
 def test_table_session_scale_is_session_scale():
@@ -742,7 +744,9 @@ def test_to_pandas_each_is_to_pandas_of_each():
     assert len(each) == len(tables)
     for frame, table in zip(each, tables, strict=True):
         one = _to_pandas(table)
-        pd.testing.assert_frame_equal(frame.reset_index(drop=True).drop(columns="sizes"), one.drop(columns="sizes"))
+        pd.testing.assert_frame_equal(
+            frame.reset_index(drop=True).drop(columns="sizes"), one.drop(columns="sizes"), check_exact=True
+        )
         assert [None if s is None else s.tolist() for s in frame["sizes"]] == [
             None if s is None else s.tolist() for s in one["sizes"]
         ]

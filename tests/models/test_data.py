@@ -35,6 +35,25 @@ def test_problems_that_never_launch_are_no_queries(h100_rows, h100_slice):
     assert len(rs.frame) == len(one) == len(rs.X)
 
 
+def test_the_slice_is_the_stores_read_of_its_problems(h100_rows):
+    """conftest's slice reads its problems' rows straight from their packs; the store's validated read of a problem,
+    cut to the slice's configs, is the same frame (three problems of three packs)."""
+    from autoheur.collect.store import DatasetStore
+
+    store = DatasetStore.load(Path(__file__).resolve().parents[2] / "data" / "nvidia-h100-80gb-hbm3")
+    parts = store.parts()
+    pids = list(dict.fromkeys(h100_rows["problem_id"]))
+    three = [pid for i, pid in enumerate(pids) if parts[pid] not in {parts[p] for p in pids[:i]}][:3]
+    assert len(three) == 3
+    kept = set(h100_rows["config_id"])
+    for pid in three:
+        want = store.read_part(pid).replace_schema_metadata(None).select(COLUMNS).to_pandas()
+        want = want[want["config_id"].isin(kept)].reset_index(drop=True)
+        got = h100_rows[h100_rows["problem_id"] == pid].reset_index(drop=True)
+        assert len(got) > 0
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
 def test_the_ranking_frame_keeps_no_per_row_group_sizes(h100_rows, h100_slice):
     """The features hold the group-size statistics; the per-row arrays (one object per row) are dropped after them."""
     assert "sizes" in h100_rows.columns
@@ -67,7 +86,7 @@ def test_the_set_built_in_batches_equals_the_set_of_the_whole_frame():
     whole = RankingSet.from_frame(df, device)
     batched = load_ranking_set(RETEST_H200, batch_rows=20_000)
     assert len(whole.problems) > 20  # many batches: each holds a few problems
-    pd.testing.assert_frame_equal(batched.frame, whole.frame)
+    pd.testing.assert_frame_equal(batched.frame, whole.frame, check_exact=True)
     np.testing.assert_array_equal(batched.X, whole.X)
     assert batched.X.flags.c_contiguous
     assert batched.data_hash() == whole.data_hash()
@@ -82,7 +101,7 @@ def test_a_thinned_load_keeps_each_problems_fastest_quarter_and_a_sample_with_th
     assert thin.thin == 64 and whole.thin is None
     # each problem's sample is seeded by its id, not by the batch it loads in: one batch keeps the same rows
     one_batch = load_ranking_set(RETEST_H200, batch_rows=10**12, thin=64)
-    pd.testing.assert_frame_equal(one_batch.frame, thin.frame)
+    pd.testing.assert_frame_equal(one_batch.frame, thin.frame, check_exact=True)
     assert list(thin.problems) == list(whole.problems)
     assert (thin.query_sizes() == np.minimum(whole.query_sizes(), 64)).all() and (whole.query_sizes() > 64).any()
     key = ["problem_id", "config_id"]
@@ -125,7 +144,7 @@ def test_merge_by_problem_orders_problems_and_refuses_a_split_problem(h100_slice
     sets = list(parts)
     merged = merge_by_problem(sets)
     assert sets == []  # consumed: each part's arrays let go once placed
-    pd.testing.assert_frame_equal(merged.frame, h100_slice.frame)
+    pd.testing.assert_frame_equal(merged.frame, h100_slice.frame, check_exact=True)
     np.testing.assert_array_equal(merged.X, h100_slice.X)
     twice = [h100_slice.subset(pids[:4]), h100_slice.subset(pids[3:6])]
     with pytest.raises(ValueError, match="in two of the sets"):

@@ -129,13 +129,15 @@ def test_with_auxiliary_of_some_problems_is_their_subset_with_auxiliary(h100_sli
     left_out = [h100_slice.problems[0]]
     one = h100_slice.with_auxiliary([aux], leave_out=left_out, problems=ids)
     two = h100_slice.subset(ids).with_auxiliary([aux], leave_out=left_out)
-    pd.testing.assert_frame_equal(one.frame, two.frame)
+    pd.testing.assert_frame_equal(one.frame, two.frame, check_exact=True)
     np.testing.assert_array_equal(one.X, two.X)
     assert one.X.dtype == h100_slice.X.dtype and one.device == h100_slice.device
     assert set(one.frame["problem_id"]) == set(ids) | {f"aux:NVIDIA H200:{p}" for p in aux.problems} - {
         f"aux:NVIDIA H200:{left_out[0]}"
     }
-    pd.testing.assert_frame_equal(h100_slice.with_auxiliary([], problems=ids).frame, h100_slice.subset(ids).frame)
+    pd.testing.assert_frame_equal(
+        h100_slice.with_auxiliary([], problems=ids).frame, h100_slice.subset(ids).frame, check_exact=True
+    )
 
 
 def test_cross_validate_names_unknown_aux_datasets(h100_slice):
@@ -205,7 +207,7 @@ def test_a_pool_holds_the_own_rows_once_and_its_masks_are_the_folds_training_set
     aux = _other_device(h100_slice)
     aux.X[:] += 1.0  # distinguishable rows
     pool = TrainingPool.build(own, [aux])
-    pd.testing.assert_frame_equal(own.frame, before.frame)  # categories included
+    pd.testing.assert_frame_equal(own.frame, before.frame, check_exact=True)  # categories included
     np.testing.assert_array_equal(own.X, before.X)
     assert np.shares_memory(own.X, pool.set.X) and pool.aux == (("NVIDIA H200", None),)
     fam = before.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
@@ -216,7 +218,7 @@ def test_a_pool_holds_the_own_rows_once_and_its_masks_are_the_folds_training_set
         want = before.with_auxiliary([aux], **kw)
         mask = pool.rows(**kw)
         got = pool.set if mask is None else rows_of(pool.set, np.flatnonzero(mask))
-        pd.testing.assert_frame_equal(got.frame, want.frame)
+        pd.testing.assert_frame_equal(got.frame, want.frame, check_exact=True)
         np.testing.assert_array_equal(got.X, want.X)
     assert pool.rows() is None  # every row: no mask
     alone = TrainingPool.build(before)  # no auxiliary data: the set itself, a fold a mask of its rows
@@ -240,6 +242,6 @@ def test_run_split_on_a_pool_is_run_split_on_the_copies(h100_slice):
         train = h100_slice.with_auxiliary([aux], leave_out=test_ids, problems=train_ids)
         model = XGBRankerModel(**small["xgb_ranker"])
         copied.append(_score(model, train, None, h100_slice.subset(test_ids), "s", fold, "xgb_ranker", print)[0])
-    pd.testing.assert_frame_equal(pp, pd.concat(copied, ignore_index=True))
+    pd.testing.assert_frame_equal(pp, pd.concat(copied, ignore_index=True), check_exact=True)
     with pytest.raises(ValueError, match="not both"):
         run_split("s", folds, own, own, ["xgb_ranker"], aux=[aux], pool=TrainingPool.build(own, [aux]))

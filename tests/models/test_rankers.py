@@ -550,7 +550,7 @@ def test_aux_share_samples_fewer_rows_of_auxiliary_problems_in_every_fit(h100_sl
     half = sample_rows(train, 40, 8, 0, aux_share=0.5).frame
     full = sample_rows(train, 40, 8, 0).frame
     is_aux = half["problem_id"].str.startswith(AUX_PREFIX)
-    pd.testing.assert_frame_equal(half[~is_aux], full[~full["problem_id"].str.startswith(AUX_PREFIX)])
+    pd.testing.assert_frame_equal(half[~is_aux], full[~full["problem_id"].str.startswith(AUX_PREFIX)], check_exact=True)
     for pid, g in half[is_aux].groupby("problem_id"):
         fastest = np.sort(train.frame.loc[train.frame["problem_id"] == pid, "rel_time"].to_numpy())[:4]
         assert np.isin(fastest, g["rel_time"].to_numpy()).all()
