@@ -45,6 +45,22 @@ def _mini(source, root, count=12):
 
 
 @pytest.fixture(scope="module")
+def mini_of(tmp_path_factory):
+    """`_mini` built once per (source, count) in this module and copied to each test's `root`: a build reads whole
+    packs of a shipped dataset (13 s for the H200's), and seven tests take the same H200 problems."""
+    built = {}
+
+    def make(source, root, count=12):
+        key = (Path(source), count)
+        if key not in built:
+            built[key] = _mini(source, tmp_path_factory.mktemp("mini") / Path(root).name, count=count)
+        shutil.copytree(built[key], root)
+        return root
+
+    return make
+
+
+@pytest.fixture(scope="module")
 def mini_dataset(tmp_path_factory):
     """12 whole problems of the shipped H100 dataset, as a dataset of their own."""
     return _mini(H100, tmp_path_factory.mktemp("data") / "h100-mini")
@@ -307,7 +323,7 @@ def test_train_cli_says_the_default_auxiliary_rows(capsys):
     assert f"default {AUX_ROWS}: models.data.AUX_ROWS" in " ".join(capsys.readouterr().out.split())
 
 
-def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, monkeypatch, capsys):
+def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, monkeypatch, capsys, mini_of):
     """`autoheur eval --aux-for h200 --splits h200:...`: the H100 set is only auxiliary training data there, and loads
     thinned as `autoheur train --aux` loads it (the whole H100 set beside the H200's is more than a 24 GB host holds);
     a model that reads every row of a problem is refused before anything loads; a set with a split of its own loads
@@ -316,7 +332,7 @@ def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, mo
 
     from autoheur.models import data
 
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     real, loads = data.load_ranking_set, {}
 
     def spy(path, allow_stale_kernel=False, thin=None):
@@ -334,10 +350,10 @@ def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, mo
     assert loads == {"h100-mini": None, "h200-mini": None}  # the H100 set is a cross-device split's training set
 
 
-def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
+def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path, mini_of):
     """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
     figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
     model = train(mini_dataset, "xgb_ranker", heldout_folds=2, log=lambda s: None, params=small, aux=[h200])
     (aux,) = model.meta["auxiliary"]
@@ -359,10 +375,10 @@ def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path):
         train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, aux=[inductor])
 
 
-def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, tmp_path):
+def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, tmp_path, mini_of):
     """--aux-new-only: another device's copies of the dataset's own problems are left out of the auxiliary data, its
     other problems kept; the metadata says so. Without --aux it is refused before any data loads."""
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
     assert 0 < len(own & theirs) < len(theirs)  # some shared problems, some new: the case to tell apart
     small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
@@ -376,7 +392,7 @@ def test_train_with_only_the_auxiliary_problems_the_dataset_lacks(mini_dataset, 
     assert main(["train", "--data", str(mini_dataset), "--aux-new-only", "--out", str(tmp_path / "m.joblib")]) == 2
 
 
-def test_train_keeps_only_the_listed_auxiliary_problems(mini_dataset, tmp_path, monkeypatch):
+def test_train_keeps_only_the_listed_auxiliary_problems(mini_dataset, tmp_path, monkeypatch, mini_of):
     """--aux-problems FILE: the auxiliary data keeps the problems the file lists (with --aux-new-only, those the
     dataset also lacks), and the metadata names the file; a listed id the auxiliary data lacks is refused, and so are
     a bad file and a list without --aux, before any data loads."""
@@ -384,7 +400,7 @@ def test_train_keeps_only_the_listed_auxiliary_problems(mini_dataset, tmp_path, 
     from autoheur.models import train as train_module
 
     # 12: at stop 74 the H200's first 8 (in the store's order) held only one problem the H100's 12 lack
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=12)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=12)
     own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
     new, shared = sorted(theirs - own), sorted(theirs & own)
     assert len(new) >= 2 and shared
@@ -421,14 +437,14 @@ def test_train_keeps_only_the_listed_auxiliary_problems(mini_dataset, tmp_path, 
     assert not loads and not out.exists()
 
 
-def test_train_aux_share_samples_fewer_rows_of_an_auxiliary_problem(mini_dataset, tmp_path, monkeypatch):
+def test_train_aux_share_samples_fewer_rows_of_an_auxiliary_problem(mini_dataset, tmp_path, monkeypatch, mini_of):
     """--aux-share S: each auxiliary problem gives the fit S of the rows an own problem gives (the ranker's
     aux_share), and the metadata says so; a share out of (0, 1], one without auxiliary data and one for a model that
     samples no rows are refused before any data loads."""
     from autoheur.models import data, rankers
     from autoheur.models import train as train_module
 
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     small = {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}
     real, sampled = rankers.sample_rows, []
 
@@ -466,12 +482,12 @@ def test_train_aux_share_samples_fewer_rows_of_an_auxiliary_problem(mini_dataset
     assert main(["train", "--data", str(mini_dataset), "--aux-share", "0.5", "--out", out]) == 2
 
 
-def test_eval_aux_share_reaches_the_ranker_and_is_checked_first(mini_dataset, tmp_path, monkeypatch, capsys):
+def test_eval_aux_share_reaches_the_ranker_and_is_checked_first(mini_dataset, tmp_path, monkeypatch, capsys, mini_of):
     """`autoheur eval --aux-share S` gives xgb_ranker that share for the auxiliary problems of its splits; without
     --aux-for, or without xgb_ranker among the models, it is refused before anything loads."""
     from autoheur.models import data, evaluate
 
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     got = []
 
     def spy(sets, models, splits, params=None, **kw):
@@ -550,14 +566,16 @@ def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_datase
     assert "TREESxSTEP" in capsys.readouterr().err and not loads
 
 
-def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(mini_dataset, tmp_path, monkeypatch, capsys):
+def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(
+    mini_dataset, tmp_path, monkeypatch, capsys, mini_of
+):
     """`autoheur eval --aux-for h100 --aux-new-only`: each within-device split of the H100 set trains on the H200's
     problems the H100 set lacks, never on the H200's copies of its own; `--aux-problems FILE`: on the listed ones
     only (with --aux-new-only, those the H100 set lacks); either without --aux-for is refused before anything
     loads."""
     from autoheur.models import data, evaluate
 
-    h200 = _mini(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
     assert 0 < len(own & theirs) < len(theirs)
     real, seen = evaluate.run_split, []
