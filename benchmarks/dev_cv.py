@@ -285,7 +285,7 @@ SCORING: dict[str, tuple[str, dict]] = {
     "rr_top32": ("base", {"rerank_top": 32}),
     "coarse25_short96": ("base", {"coarse_trees": 25, "shortlist": 96}),
     # stop 58: the candidates cut, before the passes, to the configs that came within 1, 2 or 5% of some training
-    # problem's oracle (rankers.near_best_configs, computed by every fit; a 5-fold check on the H100 data: the union
+    # problem's oracle (near_best.near_best_configs, computed by every fit; a 5-fold check on the H100 data: the union
     # within 2% holds ~1,350 of the 2,182 configs and missed 5 of 8,795 held-out oracles)
     "near1": ("base", {"near_best_pct": 1}),
     "near2": ("base", {"near_best_pct": 2}),

@@ -25,12 +25,12 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from autoheur.models.baselines import FixedList
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import FixedList
 
 
 def fixed_list(frame: pd.DataFrame, k: int) -> list[str]:
-    """The `fixed_list` baseline's list fitted on the problems of `frame`: `rankers.FixedList` itself, which reads
+    """The `fixed_list` baseline's list fitted on the problems of `frame`: `baselines.FixedList` itself, which reads
     only the frame's rows (their `rel_time`, as `RankingSet` computed it)."""
     return FixedList(k).fit(SimpleNamespace(frame=frame)).list_
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from autoheur.features import FEATURE_NAMES, features_hash
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, Ragged, Signature, all_configs, feasible_mask
-from autoheur.models.rankers import Ranker
+from autoheur.models.base import Ranker
 
 FORMAT_VERSION = 1
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"

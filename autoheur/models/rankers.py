@@ -12,6 +12,9 @@ score per row (higher = better). `rank(problem, configs, device)` scores the can
   fixed_list    one list for all problems: a greedy cover of the training problems (the best fixed list of k)
   fixed_best    configs by geomean efficiency over the training problems (its top 1: the best single config)
   random        random scores (the floor)
+
+The base class is base.Ranker; the four baselines without XGBoost live in baselines.py, the config keys and the
+near-best cut the default ranker scores through in near_best.py.
 """
 
 from __future__ import annotations
@@ -21,50 +24,31 @@ import json
 import numbers
 import os
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from autoheur.features import FEATURE_NAMES, problem_config_matrix
-from autoheur.features.core import N_PROBLEM
+from autoheur.features import FEATURE_NAMES
 from autoheur.features.derived import CRIT_FEATURES
+from autoheur.models.base import Ranker
+from autoheur.models.baselines import FixedBest, FixedList, NearestProblem, RandomRanker
 from autoheur.models.data import RankingSet, aux_scaled, problem_rows, rows_of, sample_rows
 from autoheur.models.forest import forest_predict
 from autoheur.models.metrics import RELEVANCE_THRESHOLDS, graded_labels
+from autoheur.models.near_best import (
+    _NEAR_BEST_MASKS,
+    _CodedKeys,
+    _lookup,
+    _near_best,
+    _near_best_rows,
+    config_keys,
+    twin_keys,
+)
 
-EFF_FLOOR = 0.01  # efficiency of an unusable config (a 100x slowdown) in the list baselines' objectives
 REL_CLIP = 4.0  # relative times beyond this are "hopeless" alike for the regressor
-
-
-class Ranker:
-    """Base: `rank` for one new problem, by way of `predict` on a one-problem set."""
-
-    name = "ranker"
-    uses_features = True
-    uses_ids = True  # whether predict_X reads the config ids (building them costs ~2 ms per 2,000 configs)
-
-    def get_params(self) -> dict:
-        return {k: v for k, v in vars(self).items() if not k.endswith("_")}
-
-    def fit(self, train: RankingSet) -> Ranker:
-        raise NotImplementedError
-
-    def predict(self, data: RankingSet) -> np.ndarray:
-        raise NotImplementedError
-
-    def predict_X(self, X: np.ndarray, config_ids: Sequence[str]) -> np.ndarray:
-        """Scores from a feature matrix (rows = configs of one problem) and their config ids."""
-        raise NotImplementedError
-
-    def rank(self, problem, configs: Sequence, device) -> np.ndarray:
-        """Scores of `configs` (KernelConfig) for `problem` on `device` (a fingerprint mapping)."""
-        X = problem_config_matrix(problem, configs, device) if self.uses_features else None
-        return self.predict_X(X, [c.config_id for c in configs] if self.uses_ids else None)
 
 
 # Training labels of the learning-to-rank models: finer near the oracle than the grades the NDCG@10 metric reports
@@ -684,131 +668,6 @@ def set_prediction(model, **settings) -> None:
             setattr(m, key, value)
 
 
-# The config-identity columns of the features (a config's block sizes, stages, warps, group, load path and warp
-# specialization), each a small integer, packed 6 bits apiece into one int64 key.
-_CONFIG_ID_COLUMNS = [FEATURE_NAMES.index(f) for f in (
-    "log2_block_m", "log2_block_n", "log2_block_k", "num_stages", "log2_num_warps", "log2_group_m", "tma",
-    "warp_specialize",
-)]  # fmt: skip
-
-
-_KEY_PLACES = 64.0 ** np.arange(len(_CONFIG_ID_COLUMNS))  # exact in float64: the largest key is under 2^48
-# The same less group_m and warp specialization: configs of one twin key differ in those alone.
-_TWIN_COLUMNS = [c for c in _CONFIG_ID_COLUMNS if FEATURE_NAMES[c] not in ("log2_group_m", "warp_specialize")]
-
-
-def twin_keys(X: np.ndarray) -> np.ndarray:
-    """One int64 per row of X (configs, as feature rows): equal for configs that differ only in group_m and/or warp
-    specialization (block sizes, stages, warps and load path alike)."""
-    return (np.rint(X[:, _TWIN_COLUMNS]) @ _KEY_PLACES[: len(_TWIN_COLUMNS)]).astype(np.int64)
-
-
-def config_keys(X: np.ndarray, rows: np.ndarray | None = None, chunk: int = 1 << 20) -> np.ndarray:
-    """One int64 per row of X (of `rows` only, if given) that tells its config apart from every other: the
-    identity columns, each an integer under 64, as the digits of a base-64 number. A chunk of rows at a time, so
-    that a training set's 12 million rows need no float64 copy of their own."""
-    if rows is None and len(X) <= chunk:  # one problem's candidates (inference)
-        return (np.rint(X[:, _CONFIG_ID_COLUMNS]) @ _KEY_PLACES).astype(np.int64)
-    rows = np.arange(len(X)) if rows is None else rows
-    out = np.empty(len(rows), dtype=np.int64)
-    for start in range(0, len(rows), chunk):
-        part = rows[start : start + chunk]
-        out[start : start + len(part)] = np.rint(X[np.ix_(part, _CONFIG_ID_COLUMNS)]) @ _KEY_PLACES
-    return out
-
-
-# model -> {(near_best_pct, the config-identity columns' bytes): row mask}: a problem's candidates are the same tuple
-# call after call, so their mask is looked up, not recomputed (0.38 ms a problem; the lookup ~0.1 ms).
-_NEAR_BEST_MASKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _near_best_rows(model: XGBRankerModel, X: np.ndarray, pct: int) -> np.ndarray:
-    """Row mask of X: the configs `model` keeps at `pct` (near-best, or never timed in its training data)."""
-    ident = np.ascontiguousarray(X[:, _CONFIG_ID_COLUMNS]).tobytes() if len(X) <= 1 << 14 else None
-    masks = _NEAR_BEST_MASKS.setdefault(model, {})
-    hit = masks.get((pct, ident)) if ident is not None else None
-    if hit is not None:
-        return hit
-    k = config_keys(X)
-    found, pos = _lookup(model.near_keys_, k)
-    near = found & (model.near_rel_[pos] <= 1.0 + pct / 100.0) if len(model.near_keys_) else found
-    keep = near | ~_lookup(model.seen_keys_, k)[0]  # (np.isin: 0.6 ms here, ten times a lookup's)
-    if ident is not None:
-        if len(masks) >= 16:
-            masks.pop(next(iter(masks)))
-        keep.flags.writeable = False  # shared by every later call with these configs
-        masks[(pct, ident)] = keep
-    return keep
-
-
-def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(whether each of `keys` is in `sorted_keys`, its position there where it is)."""
-    if not len(sorted_keys):
-        return np.zeros(len(keys), dtype=bool), np.zeros(len(keys), dtype=np.intp)
-    pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return sorted_keys[pos] == keys, pos
-
-
-NEAR_BEST_MAX = 1.25  # near_best_configs keeps each config's best time over the oracles up to this ratio
-
-
-def near_best_configs(train: RankingSet, within: np.ndarray | None = None):
-    """(every config key the training rows hold, sorted; the keys of those that came within NEAR_BEST_MAX of a
-    problem's oracle, sorted; their best such ratio over the problems, float32) over the rows of `within` (None: all).
-    What `near_best_pct` cuts by: a config no training problem had near its best rarely is a new problem's best
-    (BENCHMARKS.md, "Learned ranking", stop 58)."""
-    return _near_best(train, within)[:3]
-
-
-class _CodedKeys(NamedTuple):
-    """Rows' config keys as `table[codes]`: a key for each category of the config id column (0 where no row has it)
-    and each row's category code. A training set has millions of rows and about 2,000 configs, so the keys are
-    computed, deduplicated and looked up once a config (BENCHMARKS.md, "Learned ranking", stop 67)."""
-
-    table: np.ndarray  # int64, one per category
-    present: np.ndarray  # bool, one per category: some row has it
-    codes: np.ndarray  # each row's category
-
-
-def _row_keys(train: RankingSet, rows: np.ndarray | None) -> _CodedKeys | np.ndarray:
-    """The config key of each row of `rows` (None: all), as config_keys gives it, through the config id column's
-    categories where it has them: a config's key is a function of its config fields, as its id is, so any one row
-    of an id gives the key of all of them."""
-    col = train.frame["config_id"]
-    if not isinstance(col.dtype, pd.CategoricalDtype):
-        return config_keys(train.X, rows)
-    codes = col.cat.codes.to_numpy()
-    if rows is not None:
-        codes = codes[rows]
-    if len(codes) and codes.min() < 0:  # a row without an id
-        return config_keys(train.X, rows)
-    some = np.full(len(col.cat.categories), -1, dtype=np.int64)
-    some[codes] = np.arange(len(codes))  # one row of each id present (whichever write lands)
-    present = some >= 0
-    table = np.zeros(len(some), dtype=np.int64)
-    at = some[present]
-    table[present] = config_keys(train.X, at if rows is None else rows[at])
-    return _CodedKeys(table, present, codes)
-
-
-def _near_best(train: RankingSet, within: np.ndarray | None = None):
-    """near_best_configs, and the config keys of the rows of `within` (all rows: None; _row_keys), which the fit
-    reads again (_near_rows)."""
-    rows = None if within is None else np.flatnonzero(within)
-    rel = train.frame["rel_time"].to_numpy()
-    ok = (train.frame["status"] == "ok").to_numpy()
-    if rows is not None:
-        rel, ok = rel[rows], ok[rows]
-    keys = _row_keys(train, rows)
-    close = ok & (rel <= NEAR_BEST_MAX)
-    if isinstance(keys, _CodedKeys):
-        seen, close_keys = np.unique(keys.table[keys.present]), keys.table[keys.codes[close]]
-    else:
-        seen, close_keys = np.unique(keys), keys[close]
-    near = pd.DataFrame({"k": close_keys, "r": rel[close]}).groupby("k")["r"].min()
-    return seen, near.index.to_numpy(dtype=np.int64), near.to_numpy(dtype=np.float32), keys
-
-
 def check_aux_share_value(share: float) -> None:
     """An auxiliary problem's share of the rows an own problem gives a fit (XGBRankerModel.aux_share): in (0, 1]."""
     if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
@@ -921,123 +780,6 @@ class XGBRegressorModel(_Boosted):
 
     def predict_X(self, X, config_ids):
         return -self.model_.get_booster().inplace_predict(X)
-
-
-def _efficiency_matrix(train: RankingSet) -> tuple[np.ndarray, list[str], list[str]]:
-    """(problems x configs efficiency = oracle / time, floored; problem ids; config ids)."""
-    f = train.frame
-    eff = np.maximum(1.0 / f["rel_time"].to_numpy(), EFF_FLOOR)
-    table = pd.DataFrame({"p": f["problem_id"].to_numpy(), "c": f["config_id"].to_numpy(), "e": eff})
-    wide = table.pivot_table(index="p", columns="c", values="e", aggfunc="first", fill_value=EFF_FLOOR)
-    return wide.to_numpy(dtype=float), list(wide.index), list(wide.columns)
-
-
-class _ListRanker(Ranker):
-    """A ranker that scores configs by id, the same for every problem."""
-
-    uses_features = False
-
-    def predict(self, data: RankingSet) -> np.ndarray:
-        return self.predict_X(None, data.frame["config_id"].to_numpy())
-
-    def predict_X(self, X, config_ids):
-        return np.array([self.scores_.get(c, -np.inf) for c in config_ids], dtype=float)
-
-
-class FixedBest(_ListRanker):
-    name = "fixed_best"
-
-    def __init__(self):  # no hyperparameters
-        pass
-
-    def fit(self, train: RankingSet) -> FixedBest:
-        E, _, configs = _efficiency_matrix(train)
-        g = np.exp(np.log(E).mean(axis=0))
-        self.scores_ = dict(zip(configs, g.tolist(), strict=True))
-        return self
-
-
-class FixedList(_ListRanker):
-    """Greedy cover: each next config adds the most to sum over problems of log(best efficiency in the list)."""
-
-    name = "fixed_list"
-
-    def __init__(self, k: int = 10):
-        self.k = k
-
-    def fit(self, train: RankingSet) -> FixedList:
-        E, _, configs = _efficiency_matrix(train)
-        L = np.log(E)
-        chosen: list[int] = []
-        best = np.full(E.shape[0], np.log(EFF_FLOOR))
-        for _ in range(min(self.k, E.shape[1])):
-            gain = np.maximum(L, best[:, None]).sum(axis=0)
-            gain[chosen] = -np.inf
-            j = int(np.argmax(gain))
-            chosen.append(j)
-            best = np.maximum(best, L[:, j])
-        g = L.mean(axis=0)  # after the list: by geomean efficiency
-        scores = {c: float(v) - 1e6 for c, v in zip(configs, g, strict=True)}
-        for rank, j in enumerate(chosen):
-            scores[configs[j]] = 1e6 - rank
-        self.scores_ = scores
-        self.list_ = [configs[j] for j in chosen]
-        return self
-
-
-class NearestProblem(Ranker):
-    """The configs of the nearest training problem, fastest first (distance over standardized problem features)."""
-
-    name = "nearest"
-
-    def __init__(self, neighbors: int = 1):
-        self.neighbors = neighbors
-
-    def fit(self, train: RankingSet) -> NearestProblem:
-        E, pids, configs = _efficiency_matrix(train)
-        first = train.frame.drop_duplicates("problem_id").index.to_numpy()
-        P = train.X[first, :N_PROBLEM].astype(float)
-        order = pd.Index(train.frame["problem_id"].to_numpy()[first]).get_indexer(pids)
-        P = P[order]
-        self.mean_, self.scale_ = P.mean(axis=0), P.std(axis=0) + 1e-9
-        self.P_ = (P - self.mean_) / self.scale_
-        self.logE_ = np.log(E)
-        self.col_ = {c: i for i, c in enumerate(configs)}
-        return self
-
-    def _scores(self, pvec: np.ndarray, config_ids) -> np.ndarray:
-        d = ((self.P_ - (pvec - self.mean_) / self.scale_) ** 2).sum(axis=1)
-        near = np.argsort(d, kind="stable")[: self.neighbors]
-        mean = self.logE_[near].mean(axis=0)
-        return np.array([mean[self.col_[c]] if c in self.col_ else -np.inf for c in config_ids])
-
-    def predict(self, data: RankingSet) -> np.ndarray:
-        out = np.empty(len(data.frame))
-        cids = data.frame["config_id"].to_numpy()
-        for idx in data.frame.groupby("problem_id", sort=False).indices.values():
-            out[idx] = self._scores(data.X[idx[0], :N_PROBLEM].astype(float), cids[idx])
-        return out
-
-    def predict_X(self, X, config_ids):
-        return self._scores(X[0, :N_PROBLEM].astype(float), config_ids)
-
-
-class RandomRanker(Ranker):
-    name = "random"
-    uses_features = False
-
-    def __init__(self, random_state: int = 0):
-        self.random_state = random_state
-
-    def fit(self, train: RankingSet) -> RandomRanker:
-        self.fitted_ = True
-        return self
-
-    def predict(self, data: RankingSet) -> np.ndarray:
-        return np.random.default_rng(self.random_state).random(len(data.frame))
-
-    def predict_X(self, X, config_ids):
-        return np.random.default_rng(self.random_state).random(len(config_ids))  # the ids give the count
 
 
 # Per kernel family, hyperparameters that differ from the defaults (train and eval apply them).

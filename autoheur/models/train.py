@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autoheur.collect.store import DatasetStore, read_problem_ids
 from autoheur.models.artifact import TrainedModel, build_meta
+from autoheur.models.baselines import FixedList
 from autoheur.models.data import (
     AUX_ROWS,
     TrainingPool,
@@ -30,7 +31,7 @@ from autoheur.models.evaluate import (
     run_split,
     summarize_splits,
 )
-from autoheur.models.rankers import DEFAULT, FixedList, family_params
+from autoheur.models.rankers import DEFAULT, family_params
 
 
 def train(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -57,3 +58,14 @@ def h100_rows() -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def h100_slice(h100_rows) -> RankingSet:
     return RankingSet.from_frame(h100_rows, DatasetStore.load(H100).meta.device)
+
+
+def _twin_id(config_id: str) -> str:
+    """A config id less its group_m and warp-specialization parts (as benchmarks/list_fill.py's twin_key): the
+    string form of near_best.twin_keys, to test it and the distinct tail against."""
+    return re.sub(r"g\d+", "", config_id).replace("-ws", "")
+
+
+@pytest.fixture
+def twin_id():
+    return _twin_id

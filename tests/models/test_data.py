@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autoheur.models.baselines import FixedList
 from autoheur.models.data import (
     CATEGORICAL,
     COLUMNS,
@@ -19,7 +20,7 @@ from autoheur.models.data import (
     new_problems_only,
     offered_rows,
 )
-from autoheur.models.rankers import FixedList, XGBRankerModel, XGBRegressorModel
+from autoheur.models.rankers import XGBRankerModel, XGBRegressorModel
 
 
 def test_problems_that_never_launch_are_no_queries(h100_rows, h100_slice):

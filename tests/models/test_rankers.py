@@ -1,4 +1,5 @@
-"""Rankers: the scikit-learn contract, the baselines' definitions on hand-made data, and fit/predict on real data."""
+"""Rankers: the scikit-learn contract of every ranker, and the default ranker's fit and predict on real data (the
+baselines' definitions: test_baselines.py; the config keys and the near-best cut: test_near_best.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,11 @@ import pandas as pd
 import pytest
 
 from autoheur.features import FEATURE_NAMES
-from autoheur.models.data import RankingSet, family
+from autoheur.models.data import RankingSet
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import (
     ENSEMBLE_MEMBERS,
     RANKERS,
-    FixedBest,
-    FixedList,
-    NearestProblem,
     XGBRankerModel,
     family_params,
 )
@@ -58,43 +56,6 @@ def test_rank_matches_predict_for_one_problem(name, h100_rows, h100_slice):
     problem = problem_from_row(h100_rows[h100_rows["problem_id"] == pids[25]].iloc[0])
     configs = [KernelConfig.from_id(c) for c in one.frame["config_id"]]
     np.testing.assert_allclose(model.rank(problem, configs, one.device), model.predict(one), rtol=1e-5)
-
-
-def _toy(times: dict[str, dict[str, float]]) -> RankingSet:
-    """A RankingSet by hand: problem -> config -> time (features are not used by the list baselines)."""
-    rows = [{"problem_id": p, "problem_name": f"fam{p}/x", "config_id": c, "median_ms": t, "status": "ok"}
-            for p, cs in times.items() for c, t in cs.items()]  # fmt: skip
-    f = pd.DataFrame(rows)
-    best = f.groupby("problem_id")["median_ms"].transform("min")
-    f["rel_time"] = f["median_ms"] / best
-    f["label"] = 0
-    f["family"] = f["problem_name"].map(family)
-    return RankingSet(f, np.zeros((len(f), 1), dtype=np.float32), {"name": "toy"})
-
-
-def test_fixed_best_is_the_best_geomean_config():
-    rs = _toy({"p1": {"a": 1.0, "b": 1.1, "c": 3.0}, "p2": {"a": 2.0, "b": 1.0, "c": 1.0}})
-    # geomean efficiency: a = sqrt(1 * 0.5) = .707, b = sqrt(1/1.1 * 1) = .953, c = sqrt(1/3 * 1) = .577
-    m = FixedBest().fit(rs)
-    assert sorted(m.scores_, key=m.scores_.get, reverse=True) == ["b", "a", "c"]
-
-
-def test_fixed_list_is_a_greedy_cover():
-    rs = _toy({"p1": {"a": 1.0, "b": 1.05, "c": 5.0}, "p2": {"a": 5.0, "b": 1.05, "c": 1.0}})
-    m = FixedList(k=2).fit(rs)
-    assert m.list_[0] == "b"  # the best single config over both problems
-    assert m.list_[1] in ("a", "c")  # then what adds the most: either oracle
-    scores = m.predict(rs)
-    top2 = set(rs.frame.loc[np.argsort(-scores)[:2], "config_id"]) | set()
-    assert "b" in top2
-
-
-def test_nearest_uses_the_closest_problem(h100_slice):
-    pids = h100_slice.problems
-    m = NearestProblem().fit(h100_slice)
-    one = h100_slice.subset([pids[3]])
-    s = m.predict(one)  # its own nearest problem is itself: its oracle config ranks first
-    assert one.frame["rel_time"].to_numpy()[np.argmax(s)] == 1.0
 
 
 def test_xgb_ranker_beats_random_on_held_out_problems(h100_slice):
@@ -582,61 +543,6 @@ def test_max_bin_reaches_every_booster_and_changes_the_fit(h100_slice):
             RANKERS["xgb_regressor"](max_bin=bad).fit(train)
 
 
-def test_config_keys_tell_every_config_of_the_space_apart():
-    from autoheur.device import H100_SXM
-    from autoheur.features import problem_config_matrix
-    from autoheur.kernels.config import all_configs
-    from autoheur.models.rankers import config_keys
-    from autoheur.problem import Problem
-
-    cfgs = all_configs()
-    X = problem_config_matrix(Problem("2d3d", 4, (100, 0, 300, 28), 0, 512, 256), cfgs, H100_SXM)
-    keys = config_keys(X)
-    assert len(np.unique(keys)) == len(cfgs)
-    np.testing.assert_array_equal(config_keys(X, np.arange(5, 50)), keys[5:50])
-    np.testing.assert_array_equal(config_keys(X, np.arange(5, 50), chunk=7), keys[5:50])  # a chunk at a time
-
-
-def test_near_best_configs_are_each_configs_best_ratio_over_the_training_problems(h100_slice):
-    from autoheur.models.rankers import NEAR_BEST_MAX, config_keys, near_best_configs
-
-    rs = h100_slice.subset(h100_slice.problems[:12])
-    within = (rs.frame["problem_id"] != rs.problems[0]).to_numpy()  # all but the first problem
-    seen, keys, rel = near_best_configs(rs, within)
-    f = rs.frame[within].assign(key=config_keys(rs.X[within]))
-    np.testing.assert_array_equal(seen, np.unique(f["key"]))
-    ok = f[(f["status"] == "ok") & (f["rel_time"] <= NEAR_BEST_MAX)]
-    best = ok.groupby("key")["rel_time"].min()
-    np.testing.assert_array_equal(keys, best.index.to_numpy())
-    np.testing.assert_array_equal(rel, best.to_numpy(dtype=np.float32))
-    assert (rel >= 1.0).all() and rel.min() == 1.0  # each problem's oracle is its own best
-
-
-def test_row_keys_through_the_config_ids_are_config_keys(h100_slice):
-    """The fit's config keys (a table over the config id categories, looked up once a config) equal config_keys row
-    by row, and the eligible-row mask made from them equals the one made from config_keys; also for text ids (the
-    plain path) and a row mask."""
-    from autoheur.models.rankers import _CodedKeys, _near_best, _row_keys, config_keys
-
-    rs = h100_slice.subset(h100_slice.problems[:12])
-    within = (rs.frame["problem_id"] != rs.problems[0]).to_numpy()
-    rows = np.flatnonzero(within)
-    coded = _row_keys(rs, rows)
-    assert isinstance(coded, _CodedKeys) and coded.present.sum() == len(np.unique(coded.codes))
-    np.testing.assert_array_equal(coded.table[coded.codes], config_keys(rs.X, rows))
-    np.testing.assert_array_equal(_row_keys(rs, None).table[_row_keys(rs, None).codes], config_keys(rs.X))
-    text = type(rs)(rs.frame.assign(config_id=rs.frame["config_id"].astype(str)), rs.X, rs.device)
-    np.testing.assert_array_equal(_row_keys(text, rows), config_keys(rs.X, rows))
-    m = XGBRankerModel()
-    m.seen_keys_, m.near_keys_, m.near_rel_, keys = _near_best(rs, within)
-    for pct in (0, 2, 10):
-        fast = m._near_rows(rs.X, pct, within, keys)
-        np.testing.assert_array_equal(fast, m._near_rows(rs.X, pct, within))
-        assert fast[within].any() and not fast[~within].any()
-    for plain, fast in zip(_near_best(text, within)[:3], _near_best(rs, within)[:3], strict=True):
-        np.testing.assert_array_equal(plain, fast)
-
-
 @pytest.mark.parametrize("trees", [60, 20])  # two passes after the coarse one; a model of no more than coarse_trees
 def test_near_best_cut_scores_the_configs_cut_below_the_others(trees, h100_slice):
     """With near_best_pct set, a config no training problem had within that percent of its oracle (and that the
@@ -652,7 +558,7 @@ def test_near_best_cut_scores_the_configs_cut_below_the_others(trees, h100_slice
     m.near_best_pct = 2
     cut = m.predict(test)
     assert XGBRankerModel.near_best_pct == 2  # the default
-    from autoheur.models.rankers import config_keys
+    from autoheur.models.near_best import config_keys
 
     keys = config_keys(test.X)
     near = set(m.near_keys_[m.near_rel_ <= 1.02].tolist())
@@ -721,7 +627,7 @@ def test_train_near_pct_samples_near_best_configs(h100_slice):
     in the training data; without it, many are not."""
     import xgboost as xgb
 
-    from autoheur.models.rankers import config_keys
+    from autoheur.models.near_best import config_keys
 
     train = h100_slice.subset(h100_slice.problems[:8])
     real = xgb.XGBRanker.fit
@@ -751,25 +657,7 @@ def test_near_rows_without_a_near_best_config_are_none(h100_slice):
     assert not model._near_rows(h100_slice.X[:5], 2, None).any()
 
 
-def _twin(config_id: str) -> str:
-    """A config id less its group_m and warp-specialization parts (as benchmarks/list_fill.py's twin_key)."""
-    import re
-
-    return re.sub(r"g\d+", "", config_id).replace("-ws", "")
-
-
-def test_twin_keys_are_config_ids_less_group_m_and_warp_specialization(h100_slice):
-    from autoheur.models.rankers import twin_keys
-
-    ids = h100_slice.frame["config_id"].to_numpy()
-    keys = twin_keys(h100_slice.X)
-    by_key = pd.Series([_twin(c) for c in ids]).groupby(keys).nunique()
-    by_twin = pd.Series(keys).groupby([_twin(c) for c in ids]).nunique()
-    assert (by_key == 1).all() and (by_twin == 1).all()  # one twin key per stripped id and the reverse
-    assert len(by_key) < len(np.unique(ids))  # the slice has twins
-
-
-def test_distinct_tail_fills_the_last_slots_with_the_next_configs_that_are_no_twins(h100_slice):
+def test_distinct_tail_fills_the_last_slots_with_the_next_configs_that_are_no_twins(h100_slice, twin_id):
     """With distinct_after = j (default 0: off), each problem's top 10 is the model's best j, then its next configs
     whose twin key no listed config has; every other config keeps its score. j >= distinct_len: the plain order."""
     pids = h100_slice.problems
@@ -791,7 +679,7 @@ def test_distinct_tail_fills_the_last_slots_with_the_next_configs_that_are_no_tw
             for i in order[j:]:
                 if len(want) == 10:
                     break
-                if _twin(ids[i]) not in {_twin(ids[w]) for w in want}:
+                if twin_id(ids[i]) not in {twin_id(ids[w]) for w in want}:
                     want.append(i)
             got = idx[np.argsort(-tail[idx], kind="stable")]
             assert list(got[:10]) == want
