@@ -146,7 +146,7 @@ def cmd_data_ids(args: argparse.Namespace) -> int:
 
 
 def cmd_data_info(args: argparse.Namespace) -> int:
-    from autoheur.collect.store import format_info, info
+    from autoheur.collect.info import format_info, info
 
     try:
         d = info(Path(args.path))
@@ -158,7 +158,7 @@ def cmd_data_info(args: argparse.Namespace) -> int:
 
 
 def cmd_data_merge(args: argparse.Namespace) -> int:
-    from autoheur.collect.store import merge
+    from autoheur.collect.merge import merge
 
     try:
         d = merge([Path(s) for s in args.sources], Path(args.into), ("refine", "polish") if args.finished else ())

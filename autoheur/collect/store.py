@@ -21,7 +21,8 @@ with the list of the problems each holds. One file of many problems also compres
 parts: 29.8 MB, packed 13.8 MB). A packed problem is done like one with a part of its own; during a run, collection
 writes parts of their own (kill safety).
 
-One writer per directory: several machines collect into separate directories and `merge` combines them.
+One writer per directory: several machines collect into separate directories and `merge` (merge.py) combines them;
+`info` (info.py) summarizes them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import json
 import os
 import re
 import secrets
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,7 +48,6 @@ from autoheur.collect.schema import (
     NOT_NULL,
     PROBLEM_FIELDS,
     SCHEMA,
-    STATUSES,
     Metadata,
     problem_from_row,
     problem_id,
@@ -629,209 +628,7 @@ def read_problem_ids(path: Path | str) -> set[str]:
     return ids
 
 
-def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict:
-    """Copy every part (and retime file, of every kind) of `sources` into `dest` (created with the first source's
-    metadata, or resumed), then pack the copies.
-
-    Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
-    are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
-
-    `finished`: passes (e.g. ("refine", "polish")) a source's problem must have had to be copied; the others stay
-    behind, counted under "left_unfinished", for a merge after those passes (copies already made are then skipped).
-    """
-    unknown = sorted(set(finished) - set(RETIME_KINDS))
-    if unknown:
-        raise ValueError(f"finished={unknown}: expected passes among {list(RETIME_KINDS)}")
-    dest = Path(dest)
-    if not sources:
-        raise ValueError("merge needs at least one source dataset")
-    stores = [DatasetStore.load(s) for s in sources]
-    if any(s.root.resolve() == dest.resolve() for s in stores):
-        raise ValueError(f"{dest} is both a source and the destination")
-    for s in stores[1:]:
-        diff = stores[0].meta.mismatches(s.meta)
-        if diff:
-            raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
-    out = DatasetStore.open(dest, stores[0].meta)
-    copied = skipped = logs = unfinished = 0
-    retimes = dict.fromkeys(RETIME_KINDS, 0)
-    for s in stores:
-        parts, passes = s.parts(), {kind: s.retimes(kind) for kind in RETIME_KINDS}
-        keep = set(parts).intersection(*(passes[kind] for kind in finished))
-        unfinished += len(parts) - len(keep)
-        for pid, path in parts.items():
-            if pid not in keep:
-                continue
-            table = s.read_part(pid, path)
-            if pid in out.done_problems():
-                if not _same_rows(table, out.read_part(pid)):
-                    raise ValueError(
-                        f"problem {pid} is in {s.root} and already in {dest} with different rows: "
-                        f"delete one of the two part-{pid}.parquet files and merge again"
-                    )
-                skipped += 1
-                continue
-            out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
-            copied += 1
-        for kind in RETIME_KINDS:
-            have = out.retimes(kind)
-            for pid, path in passes[kind].items():
-                if pid not in keep:
-                    continue
-                table = s._retime_rows(pid, kind, path)
-                if pid in have:
-                    if not _same_rows(table, out._retime_rows(pid, kind, have[pid])):
-                        raise ValueError(
-                            f"problem {pid} had a {kind} pass in {s.root} and in {dest} with different rows: "
-                            f"keep one (delete its {kind} file, or run that pass again) and merge again"
-                        )
-                    continue
-                out._write_part(pid, table, out.retime_path(pid, kind))
-                retimes[kind] += 1
-        logs += _copy_run_logs(s.root, out.root)
-    if copied:
-        out.pack_parts()
-    for kind in RETIME_KINDS:
-        if retimes[kind]:
-            out.pack(kind)
-    return {
-        "dest": str(dest),
-        "copied": copied,
-        "retimes_copied": retimes["retime"],
-        "refines_copied": retimes["refine"],
-        "polishes_copied": retimes["polish"],
-        "duplicates_skipped": skipped,
-        "left_unfinished": unfinished,
-        "run_logs_copied": logs,
-        "problems": len(out.done_problems()),
-    }
-
-
-def _copy_run_logs(src: Path, dest: Path) -> int:
-    """Copy the run logs (`runs/*.jsonl`, named by start time and host) that dest lacks; returns how many."""
-    n = 0
-    for log in sorted((src / "runs").glob("*.jsonl")):
-        target = dest / "runs" / log.name
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".tmp")
-            tmp.write_bytes(log.read_bytes())
-            os.replace(tmp, target)
-            n += 1
-    return n
-
-
-def info(root: Path) -> dict:
-    """Summary of a dataset directory, or of every dataset directly under `root` (e.g. `data/`)."""
-    root = Path(root)
-    roots = [root] if (root / MANIFEST).exists() else sorted(p.parent for p in root.glob(f"*/{MANIFEST}"))
-    if not roots:
-        raise ValueError(f"no dataset at {root} (no {MANIFEST} there or in its subdirectories)")
-    cols = ["problem_id", "layout", "dtype", "config_id", "status", "median_ms"]
-    # Each dataset is summarized file by file in Arrow, from those six columns only: one pandas frame of every shipped
-    # dataset took `data info data` 345.8 s on a 2-core host at stop 52, one frame per dataset 213.0 s; at stop 73 the
-    # 38 M shipped rows took 92 s that way (most of the README test), of which reading every column was a third.
-    datasets: list[dict] = []
-    status: Counter = Counter()
-    layouts: Counter = Counter()
-    dtypes: Counter = Counter()
-    configs: set[tuple[str, str]] = set()  # (family, config id): two families' spaces are distinct
-    spreads: list[tuple[float, float, float]] = []  # per (dataset, problem) with an ok time
-    for r in roots:
-        store = DatasetStore.load(r)
-        rows = problems = 0
-        index, parts = store._read_index(True, cols)
-        for pids, tables in store._file_tables(cols, index, parts):
-            table = pa.concat_tables(tables)
-            rows += table.num_rows
-            problems += len(pids)
-            status.update(dict(zip(*_counts(table.column("status")), strict=True)))
-            configs.update((store.meta.family, c) for c in pc.unique(table.column("config_id")).to_pylist())
-            for t in tables:
-                if t.num_rows:
-                    layouts[t.column("layout")[0].as_py()] += 1
-                    dtypes[t.column("dtype")[0].as_py()] += 1
-                spread = _problem_spread(t)
-                if spread is not None:
-                    spreads.append(spread)
-        datasets.append(
-            {
-                "path": str(r),
-                "device": store.meta.device_name,
-                "family": store.meta.family,
-                "rows": rows,
-                "problems": problems,
-                **{f"{PAST[kind]}_rows": _rows(store.retimes(kind).values()) for kind in RETIME_KINDS},
-            }
-        )
-    names = ("best_ms", "median_over_best", "worst_over_best")
-    spread = np.array(spreads, dtype=np.float64).reshape(-1, len(names))
-    return {
-        "datasets": datasets,
-        "devices": sorted({d["device"] for d in datasets}),
-        "rows": sum(d["rows"] for d in datasets),
-        "problems": sum(d["problems"] for d in datasets),
-        "configs": len(configs),
-        "status": {s: int(status[s]) for s in STATUSES if status[s]},
-        "layouts": {str(k): int(v) for k, v in sorted(layouts.items())},
-        "dtypes": {str(k): int(v) for k, v in sorted(dtypes.items())},
-        "timing": {} if not len(spread) else {n: _quantiles(spread[:, i]) for i, n in enumerate(names)},
-    }
-
-
-def _counts(column: pa.ChunkedArray) -> tuple[list, list]:
-    """(values, counts) of a column."""
-    vc = pc.value_counts(column)
-    return vc.field("values").to_pylist(), vc.field("counts").to_pylist()
-
-
-def _problem_spread(table: pa.Table) -> tuple[float, float, float] | None:
-    """One problem's best ok time, and median / worst over its timed configs (censored ones are lower bounds) vs
-    best; None without an ok time. NaN times are left out, as pandas' reductions leave them."""
-    status = table.column("status").to_numpy(zero_copy_only=False)
-    ms = table.column("median_ms").to_numpy(zero_copy_only=False).astype(np.float64)
-    ok = ms[(status == "ok") & ~np.isnan(ms)]
-    timed = ms[np.isin(status, ("ok", "censored")) & ~np.isnan(ms)]
-    if not len(ok):
-        return None
-    best = float(ok.min())
-    return best, float(np.median(timed)) / best, float(timed.max()) / best
-
-
-def _quantiles(values: np.ndarray) -> dict:
-    """min / p10 / p50 / p90 / max of the values that are not NaN (linearly interpolated, as pandas' quantile)."""
-    v = values[~np.isnan(values)]
-    if not len(v):
-        return dict.fromkeys(("min", "p10", "p50", "p90", "max"), float("nan"))
-    q = np.quantile(v, [0.0, 0.1, 0.5, 0.9, 1.0])
-    return dict(zip(("min", "p10", "p50", "p90", "max"), map(float, q), strict=True))
-
-
-def format_info(d: dict) -> str:
-    """`info` as text for the terminal."""
-    lines = [f"{d['rows']} rows, {d['problems']} problems, {d['configs']} configs, devices: {', '.join(d['devices'])}"]
-    for ds in d["datasets"]:
-        family = "" if ds.get("family", "triton") == "triton" else f" ({ds['family']} family)"
-        again = [f"{ds[f'{PAST[k]}_rows']} {PAST[k]}" for k in RETIME_KINDS if ds.get(f"{PAST[k]}_rows")]
-        retimed = f" ({', '.join(again)})" if again else ""
-        lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows{retimed}")
-    total = max(d["rows"], 1)
-    lines.append("status:  " + "  ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in d["status"].items()))
-    lines.append("layouts: " + "  ".join(f"{k} {v}" for k, v in d["layouts"].items()))
-    lines.append("dtypes:  " + "  ".join(f"{k} {v}" for k, v in d["dtypes"].items()))
-    if d["timing"]:
-        lines.append("per problem (min / p10 / p50 / p90 / max over problems):")
-        for name, q in d["timing"].items():
-            lines.append(f"  {name:16s} " + " / ".join(f"{v:.4g}" for v in q.values()))
-    return "\n".join(lines)
-
-
 # -- filesystem helpers --------------------------------------------------------------------------------------------
-
-
-def _rows(paths) -> int:
-    """Rows in a set of Parquet files (a pack listed once however many problems it holds)."""
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in set(paths))
 
 
 def _same_rows(a: pa.Table, b: pa.Table) -> bool:
@@ -919,4 +716,4 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-__all__ = ["DatasetStore", "format_info", "info", "merge", "read_manifest"]
+__all__ = ["DatasetStore", "read_manifest", "read_problem_ids"]

@@ -1,0 +1,86 @@
+"""`autoheur data merge` (collect/merge.py): shards into one dataset, each problem once, conflicts and other devices
+refused, the passes' files and run logs along."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoheur.collect.info import info
+from autoheur.collect.merge import merge
+from autoheur.collect.schema import problem_id
+from autoheur.collect.store import DatasetStore
+from autoheur.device import H200
+
+from .test_store import PROBLEMS, fill, make_meta, retimed_table
+
+
+def test_merge_dedupes_and_refuses(tmp_path):
+    fill(tmp_path / "s1", PROBLEMS[:2])
+    fill(tmp_path / "s2", PROBLEMS[1:])  # PROBLEMS[1] in both shards, with identical rows
+    stats = merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "all")
+    assert stats["copied"] == 3 and stats["duplicates_skipped"] == 1 and stats["problems"] == 3
+    df = DatasetStore.load(tmp_path / "all").read()
+    assert len(df) == 9 and not df.duplicated(["problem_id", "config_id"]).any()
+    assert merge([tmp_path / "s1"], tmp_path / "all")["copied"] == 0  # re-running a merge is a no-op
+
+    (tmp_path / "s2" / "runs").mkdir(exist_ok=True)  # the run logs come along, once each
+    (tmp_path / "s2" / "runs" / "20261122T000000-host-0.jsonl").write_text('{"problem_id": "x"}\n')
+    assert merge([tmp_path / "s2"], tmp_path / "all")["run_logs_copied"] == 1
+    assert (tmp_path / "all" / "runs" / "20261122T000000-host-0.jsonl").read_text() == '{"problem_id": "x"}\n'
+    assert merge([tmp_path / "s2"], tmp_path / "all")["run_logs_copied"] == 0
+
+    fill(tmp_path / "s3", PROBLEMS[:1], scale=2.0)  # the same problem measured again: a conflict
+    with pytest.raises(ValueError, match="different rows"):
+        merge([tmp_path / "s3"], tmp_path / "all")
+    fill(tmp_path / "h200", PROBLEMS[:1], meta=make_meta(spec=H200))
+    with pytest.raises(ValueError, match="cannot merge.*device.name"):
+        merge([tmp_path / "s1", tmp_path / "h200"], tmp_path / "other")
+    with pytest.raises(ValueError, match="device.name.*--new-dataset"):
+        merge([tmp_path / "h200"], tmp_path / "all")
+    with pytest.raises(ValueError, match="both a source and the destination"):
+        merge([tmp_path / "s1"], tmp_path / "s1")
+
+
+def test_merge_copies_retimes(tmp_path):
+    a = fill(tmp_path / "a", PROBLEMS[:2])
+    a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="refine")
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="polish")
+    fill(tmp_path / "b", PROBLEMS[1:])
+    out = merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+    assert out["retimes_copied"] == out["refines_copied"] == out["polishes_copied"] == 1 and out["problems"] == 3
+    key = ["problem_id", "config_id"]
+    merged = DatasetStore.load(tmp_path / "m").read().sort_values(key).reset_index(drop=True)
+    mine = a.read().sort_values(key).reset_index(drop=True)
+    assert merged[merged.problem_id.isin(mine.problem_id)].reset_index(drop=True).equals(mine)  # a's retime applies
+    again = merge([tmp_path / "a"], tmp_path / "m")
+    assert again["retimes_copied"] == again["refines_copied"] == 0  # identical: skipped
+    assert {p.name.split("-")[1] for p in (tmp_path / "m").glob("[rp][eo]*-*.parquet")} == {"pack"}  # copies packed
+    a.pack()  # a packed source merges the same
+    assert merge([tmp_path / "a"], tmp_path / "m2")["retimes_copied"] == 1
+    assert DatasetStore.load(tmp_path / "m2").read().sort_values(key).reset_index(drop=True).equals(mine)
+
+
+def test_merge_finished_copies_only_the_problems_whose_passes_are_done(tmp_path):
+    a = fill(tmp_path / "a", PROBLEMS)
+    for kind in ("refine", "polish"):  # problem 0 has both passes, problem 1 only the refine, problem 2 neither
+        a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3), kind=kind)
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="refine")
+    out = merge([tmp_path / "a"], tmp_path / "m", finished=("refine", "polish"))
+    assert (out["copied"], out["refines_copied"], out["polishes_copied"], out["left_unfinished"]) == (1, 1, 1, 2)
+    m = DatasetStore.load(tmp_path / "m")
+    assert m.done_problems() == {problem_id(PROBLEMS[0])} and set(m.retimes("refine")) == m.done_problems()
+    a.write_retime(PROBLEMS[1], retimed_table(PROBLEMS[1]), make_meta(timing_version=3), kind="polish")
+    again = merge([tmp_path / "a"], tmp_path / "m", finished=("refine", "polish"))  # after the pass: the rest
+    assert (again["copied"], again["duplicates_skipped"], again["left_unfinished"]) == (1, 1, 1)
+    assert merge([tmp_path / "a"], tmp_path / "m")["copied"] == 1  # without the filter: all of them
+    with pytest.raises(ValueError, match="expected passes among"):
+        merge([tmp_path / "a"], tmp_path / "m3", finished=("refined",))
+
+
+def test_merge_reads_a_packed_source(tmp_path):
+    fill(tmp_path / "a").pack_parts()
+    out = merge([tmp_path / "a"], tmp_path / "m")
+    assert out["copied"] == 3 and len(DatasetStore.load(tmp_path / "m").read()) == 9
+    assert [p.name[:10] for p in (tmp_path / "m").glob("part-*.parquet")] == ["part-pack-"]  # the copies packed
+    assert info(tmp_path / "a")["problems"] == 3
