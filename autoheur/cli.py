@@ -197,7 +197,8 @@ def _gpu_count(text: str) -> int:
 
 
 def cmd_data_retime(args: argparse.Namespace) -> int:
-    from autoheur.collect.runner import CollectOptions, retime
+    from autoheur.collect.passes import retime
+    from autoheur.collect.runner import CollectOptions
 
     def run():
         opts = CollectOptions(reps=args.reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
@@ -215,15 +216,16 @@ def cmd_data_polish(args: argparse.Namespace) -> int:
 
 
 def _near_best_pass(args: argparse.Namespace, kind: str) -> int:
-    """`data refine` or `data polish`: the runner's pass of that name, its defaults from runner.<KIND>_*."""
-    from autoheur.collect import runner
+    """`data refine` or `data polish`: the pass of that name (passes.py), its defaults from passes.<KIND>_*."""
+    from autoheur.collect import passes
+    from autoheur.collect.runner import CollectOptions
 
     given = {name: getattr(args, name) for name in ("reps", "within", "top")}
-    reps, within, top = (getattr(runner, f"{kind.upper()}_{n.upper()}") if v is None else v for n, v in given.items())
+    reps, within, top = (getattr(passes, f"{kind.upper()}_{n.upper()}") if v is None else v for n, v in given.items())
 
     def run():
-        opts = runner.CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
-        return getattr(runner, kind)(Path(args.path), opts, within=within, top=top, gpus=_gpu_count(args.gpus))
+        opts = CollectOptions(reps=reps, workers=args.workers, time_limit_s=args.time_limit, seed=args.seed)
+        return getattr(passes, kind)(Path(args.path), opts, within=within, top=top, gpus=_gpu_count(args.gpus))
 
     return _data_pass(kind, run)
 
@@ -596,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--reps", type=int, default=5, help="timed runs per config")
     _pass_options(d)
     d.set_defaults(fn=cmd_data_retime)
-    # defaults in runner.REFINE_* / POLISH_*, not imported here (it imports torch); tests/collect/test_runner.py
+    # defaults in passes.REFINE_* / POLISH_*, not imported here (it imports torch); tests/collect/test_passes.py
     # checks that the help states them
     _near_best_parser(dsub, "refine", "measure each problem's near-best configs again, precisely (GPU; resumable)",
                       "the best", (1.15, 48, 20), cmd_data_refine)  # fmt: skip

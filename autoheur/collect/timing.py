@@ -20,7 +20,7 @@ Protocol (`Timer.screen`), for callables whose binaries are loaded:
            a 5 ms kernel recorded at 30 ms was slow, not stalled; without the limit, confirming doubled round 1 of
            the largest problems, whose aborted configs are most of their GPU time (collection: 1 ms).
 
-`Timer.rounds` is the refinement protocol (`autoheur data refine`, runner.refine): every config runs once per round,
+`Timer.rounds` is the refinement protocol (`autoheur data refine`, passes.refine): every config runs once per round,
 in a fresh shuffled order each round, for `reps` rounds, with no abort; its figure is the median of its runs. It
 measures a problem's near-best configs again to a tighter precision, interleaved so that a slow drift of the clocks
 falls on all of them alike: the minimum of a screen's noisy figures is biased low (the configs that win a noisy
