@@ -109,16 +109,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 1 if summary.get("errors") else 0
 
 
-def short_name(path: str | Path) -> str:
-    """A dataset's name in `autoheur eval`'s split names and `--aux-for`: its directory's device, as
-    'data/nvidia-h100-80gb-hbm3' -> 'h100', with a leading word that is not a device kept, as
-    'data/inductor-nvidia-h200' -> 'inductor-h200' (before stop 75 both Inductor datasets were 'inductor')."""
-    words = Path(path).name.replace("nvidia-", "").split("-")
-    if len(words) > 1 and not any(ch.isdigit() for ch in words[0]):
-        return f"{words[0]}-{words[1]}"
-    return words[0]
-
-
 def _by_ids(problems: list, path: str, keep: bool) -> list:
     """`collect --only PATH` (keep=True) / `--skip PATH` (keep=False): keep / drop the problems whose ids PATH holds
     (a dataset, or a file from `autoheur data ids`), the list's order kept."""
@@ -267,139 +257,27 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    import time
+    from autoheur.models.eval_datasets import eval_datasets, model_names, write_eval_report
 
-    from autoheur.collect.store import DatasetStore, read_problem_ids
-    from autoheur.models.data import AUX_ROWS, check_thinned, load_ranking_set
-    from autoheur.models.evaluate import (
-        auxiliary_only,
-        boosting_rounds,
-        check_aux_new_only,
-        check_aux_problems,
-        check_aux_share,
-        cross_validate,
-        is_boosted,
-        make_model,
-        tuning_cost,
-    )
-    from autoheur.models.rankers import RANKERS, family_params
-
-    models = list(RANKERS) if args.models == "all" else list(_csv(args.models))
-    t0 = time.time()
+    models = model_names(args.models)
+    aux = dict(aux_for=args.aux_for or (), aux_new_only=args.aux_new_only, aux_problems=args.aux_problems,
+               fold_seed=args.fold_seed)  # fmt: skip
     try:
-        if not 0 <= args.fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
-            raise ValueError(f"--fold-seed {args.fold_seed}: expected 0 to 2**32 - 1")
-        check_aux_new_only(args.aux_new_only, args.aux_for)
-        check_aux_problems(args.aux_problems, args.aux_for)
-        listed = read_problem_ids(args.aux_problems) if args.aux_problems else None  # a bad file before loading
-        check_aux_share(args.aux_share, bool(args.aux_for), "--aux-for NAME")
-        if args.aux_share is not None and "xgb_ranker" not in models:
-            raise ValueError("--aux-share: only xgb_ranker samples auxiliary rows, and --models does not name it")
-        families = {DatasetStore.load(d).meta.family for d in args.data}
-        if len(families) > 1:
-            raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
-        params = family_params(families.pop())
-        if args.aux_share is not None:
-            params["xgb_ranker"] = {**params.get("xgb_ranker", {}), "aux_share": args.aux_share}
-        boosted = boosting_rounds(models, args.rounds)  # refused when no named model is boosted
-        for name in models if boosted else ():
-            if is_boosted(name):
-                params[name] = {**params.get(name, {}), **boosted}
-        paths = {}
-        for d in args.data:
-            name = short_name(d)
-            if name in paths:
-                raise ValueError(
-                    f"{paths[name]} and {d} both go by the short name {name!r} (split names, --aux-for): give them "
-                    "directories whose names tell their devices apart"
-                )
-            paths[name] = d
-        # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
-        thin = auxiliary_only(list(paths), _csv(args.splits), args.aux_for or ())
-        rows = (AUX_ROWS if args.aux_rows is None else args.aux_rows or None) if thin else None
-        for name in models:  # before the data loads (a model fits on more rows a problem than too few to load)
-            check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
-        sets = {name: load_ranking_set(d, args.allow_stale_kernel, thin=rows if name in thin else None)
-                for name, d in paths.items()}  # fmt: skip
-        per_problem, summary, fits = cross_validate(
-            sets, models, _csv(args.splits), params=params, aux_for=args.aux_for or (), fold_seed=args.fold_seed,
-            aux_new_only=args.aux_new_only, aux_problems=listed,
+        run = eval_datasets(
+            args.data, models, _csv(args.splits), aux_share=args.aux_share, aux_rows=args.aux_rows, rounds=args.rounds,
+            allow_stale_kernel=args.allow_stale_kernel, **aux,
         )  # fmt: skip
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur eval: {exc}", file=sys.stderr)
         return 2
     cols = ["split", "subset", "model", "n_problems", "eff_best10_geomean", "eff_best10_p10", "eff_best10_min",
             "eff_top1_geomean", "eff_top1_p10", "oracle_in_top10", "ndcg10"]  # fmt: skip
-    print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(run.summary[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if args.report:
-        out = Path(args.report)
-        out.mkdir(parents=True, exist_ok=True)
-        per_problem.to_csv(out / "per_problem.csv.gz", index=False)  # compression from the suffix
-        summary.to_csv(out / "summary.csv", index=False)
-        import pandas as pd
-
-        pd.DataFrame(fits).to_csv(out / "fits.csv", index=False)
-        first = next(rs for name, rs in sets.items() if name not in thin)
-        imp = None
-        if "xgb_ranker" in models:
-            from autoheur.models.rankers import XGBRankerModel
-
-            imp = {"xgb_ranker": XGBRankerModel(**params.get("xgb_ranker", {})).fit(first).feature_importances_}
-        meta = {
-            "datasets": ", ".join(str(d) for d in args.data),
-            "devices": ", ".join(rs.device["name"] for rs in sets.values()),
-            "command": "autoheur " + " ".join(sys.argv[1:]),
-            "wall seconds": round(time.time() - t0),
-            "method": _EVAL_METHOD
-            + (_EVAL_AUX.format(", ".join(args.aux_for)) if args.aux_for else "")
-            + (_EVAL_AUX_NEW if args.aux_new_only else "")
-            + (_EVAL_AUX_LISTED.format(args.aux_problems) if args.aux_problems else "")
-            + (_EVAL_THIN.format(", ".join(thin), rows) if rows else "")
-            + (_EVAL_FOLD_SEED.format(args.fold_seed) if args.fold_seed else ""),
-        }
-        try:
-            from autoheur.models.report import write_report
-
-            path = write_report(per_problem, summary, out, title="autoheur evaluation", meta=meta, importances=imp,
-                                tuning_cost=tuning_cost(first))  # fmt: skip
-            print(f"report: {path}")
-        except ImportError as exc:
-            print(f"report tables written to {out}; markdown report unavailable ({exc})")
+        command = "autoheur " + " ".join(sys.argv[1:])
+        path = write_eval_report(run, args.report, models, data=args.data, command=command, **aux)
+        print(f"report: {path}")
     return 0
-
-
-_EVAL_METHOD = (
-    "Every figure is on problems the model did not see while fitting. The default xgb_ranker is a rank:pairwise "
-    "model with a near-best re-ranker over its best 48, one per layout kind (rankers.py); its design (its members, "
-    "re-ranker, rows, bins and 128-config shortlist) was chosen on an inner 5-fold CV of the training problems of "
-    "h100:group_kfold's first fold, never on these figures. "
-    "Exception: on Inductor's template family it is one model whose objective an inner 2-fold CV picks on each "
-    "fold's training problems (rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's "
-    "held-out figures: that one choice between two procedures was made on them. "
-    "group_kfold: 5 folds over whole problems; lomo: each public model family held out in turn; A->B: fit on all of "
-    "device A's problems, ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, "
-    "where the oracle is the fastest config of the exhaustive collection, its retimed and refined rows included "
-    "(data/README.md); problems whose calls never launch the kernel (an empty output) are left out; best-of-10 = the "
-    "best of the predicted top 10 (the brief autotune's result). Subset oracle>=0.1ms: the problems whose best config "
-    "takes at least 0.1 ms, where timing noise between near-equal configs is smallest (on a dataset collected under "
-    "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
-)
-
-_EVAL_FOLD_SEED = (
-    " group_kfold's folds are drawn with seed {} here, not 0 (the draw `autoheur train` reports): the same procedure "
-    "on another split of the same problems."
-)
-_EVAL_THIN = (
-    " The auxiliary-only datasets ({}) loaded thinned to {} rows a problem (its fastest quarter and a seeded sample of "
-    "the rest), as `autoheur train --aux` loads them."
-)
-_EVAL_AUX_NEW = " The auxiliary data keeps only the problems the dataset lacks (`--aux-new-only`)."
-_EVAL_AUX_LISTED = " The auxiliary data keeps only the problems listed in `{}` (`--aux-problems`)."
-_EVAL_AUX = (
-    " Auxiliary data ({}): on that dataset's group_kfold and lomo splits every model also trains on the other "
-    "datasets' problems as queries of their own, less their rows of the fold's test problems (and, in lomo, of the "
-    "held-out family), as `autoheur train --aux` fits the shipped model; its cross-device split does not."
-)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:

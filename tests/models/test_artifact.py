@@ -330,16 +330,16 @@ def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, mo
     whole."""
     from pathlib import Path
 
-    from autoheur.models import data
+    from autoheur.models import eval_datasets as eval_job
 
     h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
-    real, loads = data.load_ranking_set, {}
+    real, loads = eval_job.load_ranking_set, {}
 
     def spy(path, allow_stale_kernel=False, thin=None):
         loads[Path(path).name] = thin
         return real(path, allow_stale_kernel, thin=thin)
 
-    monkeypatch.setattr(data, "load_ranking_set", spy)
+    monkeypatch.setattr(eval_job, "load_ranking_set", spy)
     args = ["eval", "--data", str(mini_dataset), "--data", str(h200), "--aux-for", "h200"]
     assert main([*args, "--splits", "h200:group_kfold", "--models", "fixed_list"]) == 2
     assert "--aux-rows 0" in capsys.readouterr().err and not loads
@@ -485,7 +485,7 @@ def test_train_aux_share_samples_fewer_rows_of_an_auxiliary_problem(mini_dataset
 def test_eval_aux_share_reaches_the_ranker_and_is_checked_first(mini_dataset, tmp_path, monkeypatch, capsys, mini_of):
     """`autoheur eval --aux-share S` gives xgb_ranker that share for the auxiliary problems of its splits; without
     --aux-for, or without xgb_ranker among the models, it is refused before anything loads."""
-    from autoheur.models import data, evaluate
+    from autoheur.models import eval_datasets as eval_job
 
     h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     got = []
@@ -494,14 +494,14 @@ def test_eval_aux_share_reaches_the_ranker_and_is_checked_first(mini_dataset, tm
         got.append((models, params))
         raise ValueError("stopped by the test")
 
-    monkeypatch.setattr(evaluate, "cross_validate", spy)
+    monkeypatch.setattr(eval_job, "cross_validate", spy)
     args = ["eval", "--data", str(mini_dataset), "--data", str(h200), "--splits", "h100:group_kfold", "--aux-rows", "0"]
     assert main([*args, "--models", "xgb_ranker,fixed_list", "--aux-for", "h100", "--aux-share", "0.5"]) == 2
     assert "stopped by the test" in capsys.readouterr().err
     ((models, params),) = got
     assert params["xgb_ranker"]["aux_share"] == 0.5 and "aux_share" not in params.get("fixed_list", {})
     loads = []
-    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(eval_job, "load_ranking_set", lambda *a, **k: loads.append(a))
     assert main([*args, "--models", "xgb_ranker", "--aux-share", "0.5"]) == 2
     assert "--aux-for" in capsys.readouterr().err
     assert main([*args, "--models", "fixed_list", "--aux-for", "h100", "--aux-share", "0.5"]) == 2
@@ -542,7 +542,7 @@ def test_train_rounds_set_the_boosting_budget_and_are_checked_first(mini_dataset
 def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_dataset, monkeypatch, capsys):
     """`autoheur eval --rounds TREESxSTEP` gives xgb_ranker and xgb_regressor that budget and no other model;
     refused before anything loads when malformed or when no named model is boosted."""
-    from autoheur.models import data, evaluate
+    from autoheur.models import eval_datasets as eval_job
 
     got = []
 
@@ -550,7 +550,7 @@ def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_datase
         got.append(params)
         raise ValueError("stopped by the test")
 
-    monkeypatch.setattr(evaluate, "cross_validate", spy)
+    monkeypatch.setattr(eval_job, "cross_validate", spy)
     args = ["eval", "--data", str(mini_dataset), "--splits", "group_kfold"]
     assert main([*args, "--models", "xgb_ranker,xgb_regressor,fixed_list", "--rounds", "350x0.13"]) == 2
     assert "stopped by the test" in capsys.readouterr().err
@@ -559,7 +559,7 @@ def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_datase
         assert (params[name]["n_estimators"], params[name]["learning_rate"]) == (350, 0.13)
     assert "n_estimators" not in params.get("fixed_list", {})
     loads = []
-    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(eval_job, "load_ranking_set", lambda *a, **k: loads.append(a))
     assert main([*args, "--models", "fixed_list,nearest", "--rounds", "350x0.13"]) == 2
     assert "no boosted model" in capsys.readouterr().err
     assert main([*args, "--models", "xgb_ranker", "--rounds", "350"]) == 2
@@ -573,7 +573,8 @@ def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(
     problems the H100 set lacks, never on the H200's copies of its own; `--aux-problems FILE`: on the listed ones
     only (with --aux-new-only, those the H100 set lacks); either without --aux-for is refused before anything
     loads."""
-    from autoheur.models import data, evaluate
+    from autoheur.models import eval_datasets as eval_job
+    from autoheur.models import evaluate
 
     h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
     own, theirs = set(DatasetStore.load(mini_dataset).parts()), set(DatasetStore.load(h200).parts())
@@ -605,7 +606,7 @@ def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(
                  "h100:lomo"]) == 0  # fmt: skip
     assert seen == [("h100:lomo", [listed - own])]
     loads = []
-    monkeypatch.setattr(data, "load_ranking_set", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(eval_job, "load_ranking_set", lambda *a, **k: loads.append(a))
     for flag in (["--aux-new-only"], ["--aux-problems", str(ids)]):
         assert main([*args, *flag, "--splits", "h100:group_kfold"]) == 2
         assert "--aux-for" in capsys.readouterr().err and not loads
@@ -641,7 +642,7 @@ def test_eval_names_each_inductor_dataset_by_its_device_and_refuses_two_of_one_n
     """`autoheur eval` names a dataset by its directory's device: the two shipped Inductor datasets are
     'inductor-h100' and 'inductor-h200' (both were 'inductor' before stop 75, and their cross-device split found
     nothing to run), and two datasets of one name are refused with a message, not merged into one."""
-    from autoheur.cli import short_name
+    from autoheur.models.eval_datasets import short_name
 
     data = Path(__file__).resolve().parents[2] / "data"
     h100, h200 = data / "inductor-nvidia-h100-80gb-hbm3", data / "inductor-nvidia-h200"

@@ -1,0 +1,192 @@
+"""`autoheur eval`: the options checked, the datasets loaded (auxiliary-only ones thinned, as `autoheur train --aux`
+loads them), every model cross-validated on the splits (evaluate.py), and the report written (report.py). The CLI
+parses and prints; this is the job."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from autoheur.collect.store import DatasetStore, read_problem_ids
+from autoheur.models.data import AUX_ROWS, RankingSet, check_thinned, load_ranking_set
+from autoheur.models.evaluate import (
+    auxiliary_only,
+    boosting_rounds,
+    check_aux_new_only,
+    check_aux_problems,
+    check_aux_share,
+    cross_validate,
+    is_boosted,
+    make_model,
+    tuning_cost,
+)
+from autoheur.models.rankers import RANKERS, family_params
+from autoheur.models.report import write_report
+
+
+def short_name(path: str | Path) -> str:
+    """A dataset's name in `autoheur eval`'s split names and `--aux-for`: its directory's device, as
+    'data/nvidia-h100-80gb-hbm3' -> 'h100', with a leading word that is not a device kept, as
+    'data/inductor-nvidia-h200' -> 'inductor-h200' (before stop 75 both Inductor datasets were 'inductor')."""
+    words = Path(path).name.replace("nvidia-", "").split("-")
+    if len(words) > 1 and not any(ch.isdigit() for ch in words[0]):
+        return f"{words[0]}-{words[1]}"
+    return words[0]
+
+
+@dataclass
+class EvalRun:
+    """What `eval_datasets` measured, and how (for the report)."""
+
+    per_problem: pd.DataFrame
+    summary: pd.DataFrame
+    fits: list
+    sets: dict[str, RankingSet]  # short name -> ranking set
+    params: dict[str, dict]  # model name -> hyperparameter overrides
+    thin: list[str] = field(default_factory=list)  # the datasets only trained on as auxiliary data, loaded thinned
+    rows: int | None = None  # rows a problem they loaded with
+    started: float = 0.0
+
+
+def model_names(models: str) -> list[str]:
+    """`--models`: "all" or comma-separated ranker names."""
+    return list(RANKERS) if models == "all" else [m.strip() for m in models.split(",") if m.strip()]
+
+
+def eval_datasets(
+    data: Sequence[str | Path],
+    models: Sequence[str],
+    splits: Sequence[str],
+    *,
+    aux_for: Sequence[str] = (),
+    aux_new_only: bool = False,
+    aux_problems: str | Path | None = None,
+    aux_share: float | None = None,
+    aux_rows: int | None = None,
+    rounds: str | None = None,
+    fold_seed: int = 0,
+    allow_stale_kernel: bool = False,
+) -> EvalRun:
+    """Check every option before the data loads (a bad one costs no minutes of loading), load the datasets and
+    cross-validate `models` on `splits`. `aux_rows`: None for AUX_ROWS, 0 for every row of auxiliary-only data."""
+    t0 = time.time()
+    models = list(models)
+    if not 0 <= fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
+        raise ValueError(f"--fold-seed {fold_seed}: expected 0 to 2**32 - 1")
+    check_aux_new_only(aux_new_only, aux_for)
+    check_aux_problems(aux_problems, aux_for)
+    listed = read_problem_ids(aux_problems) if aux_problems else None  # a bad file before loading
+    check_aux_share(aux_share, bool(aux_for), "--aux-for NAME")
+    if aux_share is not None and "xgb_ranker" not in models:
+        raise ValueError("--aux-share: only xgb_ranker samples auxiliary rows, and --models does not name it")
+    families = {DatasetStore.load(d).meta.family for d in data}
+    if len(families) > 1:
+        raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
+    params = family_params(families.pop())
+    if aux_share is not None:
+        params["xgb_ranker"] = {**params.get("xgb_ranker", {}), "aux_share": aux_share}
+    boosted = boosting_rounds(models, rounds)  # refused when no named model is boosted
+    for name in models if boosted else ():
+        if is_boosted(name):
+            params[name] = {**params.get(name, {}), **boosted}
+    paths: dict[str, str | Path] = {}
+    for d in data:
+        name = short_name(d)
+        if name in paths:
+            raise ValueError(
+                f"{paths[name]} and {d} both go by the short name {name!r} (split names, --aux-for): give them "
+                "directories whose names tell their devices apart"
+            )
+        paths[name] = d
+    # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
+    thin = auxiliary_only(list(paths), splits, aux_for)
+    rows = (AUX_ROWS if aux_rows is None else aux_rows or None) if thin else None
+    for name in models:  # before the data loads (a model fits on more rows a problem than too few to load)
+        check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
+    sets = {name: load_ranking_set(d, allow_stale_kernel, thin=rows if name in thin else None)
+            for name, d in paths.items()}  # fmt: skip
+    per_problem, summary, fits = cross_validate(
+        sets, models, splits, params=params, aux_for=aux_for, fold_seed=fold_seed, aux_new_only=aux_new_only,
+        aux_problems=listed,
+    )  # fmt: skip
+    return EvalRun(per_problem, summary, fits, sets, params, thin, rows, t0)
+
+
+def write_eval_report(
+    run: EvalRun,
+    out: str | Path,
+    models: Sequence[str],
+    *,
+    data: Sequence[str | Path],
+    command: str,
+    aux_for: Sequence[str] = (),
+    aux_new_only: bool = False,
+    aux_problems: str | Path | None = None,
+    fold_seed: int = 0,
+) -> Path:
+    """The run's tables (per_problem.csv.gz, summary.csv, fits.csv) under `out`, and its markdown report with plots
+    and the default ranker's feature importances (fitted on the first dataset the splits test on; without matplotlib,
+    report.py writes the report as tables and says so)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run.per_problem.to_csv(out / "per_problem.csv.gz", index=False)  # compression from the suffix
+    run.summary.to_csv(out / "summary.csv", index=False)
+    pd.DataFrame(run.fits).to_csv(out / "fits.csv", index=False)
+    first = next(rs for name, rs in run.sets.items() if name not in run.thin)
+    imp = None
+    if "xgb_ranker" in models:
+        from autoheur.models.rankers import XGBRankerModel
+
+        imp = {"xgb_ranker": XGBRankerModel(**run.params.get("xgb_ranker", {})).fit(first).feature_importances_}
+    meta = {
+        "datasets": ", ".join(str(d) for d in data),
+        "devices": ", ".join(rs.device["name"] for rs in run.sets.values()),
+        "command": command,
+        "wall seconds": round(time.time() - run.started),
+        "method": EVAL_METHOD
+        + (EVAL_AUX.format(", ".join(aux_for)) if aux_for else "")
+        + (EVAL_AUX_NEW if aux_new_only else "")
+        + (EVAL_AUX_LISTED.format(aux_problems) if aux_problems else "")
+        + (EVAL_THIN.format(", ".join(run.thin), run.rows) if run.rows else "")
+        + (EVAL_FOLD_SEED.format(fold_seed) if fold_seed else ""),
+    }
+    return write_report(run.per_problem, run.summary, out, title="autoheur evaluation", meta=meta, importances=imp,
+                        tuning_cost=tuning_cost(first))  # fmt: skip
+
+
+EVAL_METHOD = (
+    "Every figure is on problems the model did not see while fitting. The default xgb_ranker is a rank:pairwise "
+    "model with a near-best re-ranker over its best 48, one per layout kind (rankers.py); its design (its members, "
+    "re-ranker, rows, bins and 128-config shortlist) was chosen on an inner 5-fold CV of the training problems of "
+    "h100:group_kfold's first fold, never on these figures. "
+    "Exception: on Inductor's template family it is one model whose objective an inner 2-fold CV picks on each "
+    "fold's training problems (rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's "
+    "held-out figures: that one choice between two procedures was made on them. "
+    "group_kfold: 5 folds over whole problems; lomo: each public model family held out in turn; A->B: fit on all of "
+    "device A's problems, ranked on device B's problems with B's fingerprint. Efficiency = oracle time / chosen time, "
+    "where the oracle is the fastest config of the exhaustive collection, its retimed and refined rows included "
+    "(data/README.md); problems whose calls never launch the kernel (an empty output) are left out; best-of-10 = the "
+    "best of the predicted top 10 (the brief autotune's result). Subset oracle>=0.1ms: the problems whose best config "
+    "takes at least 0.1 ms, where timing noise between near-equal configs is smallest (on a dataset collected under "
+    "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
+)
+
+EVAL_FOLD_SEED = (
+    " group_kfold's folds are drawn with seed {} here, not 0 (the draw `autoheur train` reports): the same procedure "
+    "on another split of the same problems."
+)
+EVAL_THIN = (
+    " The auxiliary-only datasets ({}) loaded thinned to {} rows a problem (its fastest quarter and a seeded sample of "
+    "the rest), as `autoheur train --aux` loads them."
+)
+EVAL_AUX_NEW = " The auxiliary data keeps only the problems the dataset lacks (`--aux-new-only`)."
+EVAL_AUX_LISTED = " The auxiliary data keeps only the problems listed in `{}` (`--aux-problems`)."
+EVAL_AUX = (
+    " Auxiliary data ({}): on that dataset's group_kfold and lomo splits every model also trains on the other "
+    "datasets' problems as queries of their own, less their rows of the fold's test problems (and, in lomo, of the "
+    "held-out family), as `autoheur train --aux` fits the shipped model; its cross-device split does not."
+)
