@@ -311,6 +311,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
+    trained_on = model.meta["device"]["name"] if model is not None else None
+    if args.model and trained_on != device_name:  # it ranks as on its own device: say so, not as if it were this one
+        how = f"model {args.model}, trained on {trained_on}"
+        print(f"autoheur predict: {args.model} was trained on {trained_on}, not {device_name}: its ranking is "
+              f"{trained_on}'s (give --device '{trained_on}', or a model of {device_name})",
+              file=sys.stderr)  # fmt: skip
     scorer = model.prepare_scoring() if model is not None else None  # not in predict_ms: once a process
     t0 = time.perf_counter()
     if model is None:
@@ -325,6 +331,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         "problem": problem.name,
         "device": device_name,
         "source": how,
+        "model_device": trained_on,
         "predict_ms": round(ms, 2),
         "scorer": scorer,
         "heldout_best10_geomean": confidence,
@@ -356,17 +363,36 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"autoheur tune: {exc}", file=sys.stderr)
         return 2
     rows = []
-    for row in tune_problems(problems, args.top_k, args.compare_exhaustive):
-        rows.append(row)
-        if not args.json:
-            line = f"{row['problem'][:44]:44s} {row['config']:28s} {row['ms']:.4f} ms  tuned in {row['tune_s']:.2f} s"
-            if "exhaustive_ms" in row:
-                line += (f" | exhaustive {row['exhaustive_config']} {row['exhaustive_ms']:.4f} ms in "
-                         f"{row['exhaustive_s']:.1f} s, efficiency {row['efficiency']:.3f}")  # fmt: skip
-            print(line, flush=True)
+    try:
+        for row in tune_problems(problems, args.top_k, args.compare_exhaustive):
+            rows.append(row)
+            if not args.json:
+                print(_tune_line(row), flush=True)
+    except ValueError as exc:  # a problem the kernel cannot run here, or a bad AUTOHEUR_* setting
+        print(f"autoheur tune: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0
+
+
+def _tune_line(row: dict) -> str:
+    line = f"{row['problem'][:44]:44s} {row['config']:28s} {row['ms']:.4f} ms  tuned in {row['tune_s']:.2f} s"
+    if "exhaustive_ms" in row:
+        line += (f" | exhaustive {row['exhaustive_config']} {row['exhaustive_ms']:.4f} ms in "
+                 f"{row['exhaustive_s']:.1f} s, efficiency {row['efficiency']:.3f}")  # fmt: skip
+    return line
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a count of configs)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (at least 1), got {n}")
+    return n
 
 
 def _device_name(arg: str | None) -> str:
@@ -569,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="k: A row-major; m: column-major (the weight gradient's x.t())")  # fmt: skip
     p.add_argument("--device", help="h100, h200, or a device name (default: this machine's GPU, else H100)")
     p.add_argument("--model", help="a model file (default: the shipped model of the device)")
-    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--top", type=_positive_int, default=10, help="how many configs to list (default 10)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_predict)
 
@@ -578,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=18)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shapes", help="a .jsonl or .csv problem file (see autoheur collect --shapes)")
-    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--top-k", type=_positive_int, default=10, help="predicted configs timed per problem (default 10)")
     p.add_argument("--compare-exhaustive", action="store_true", help="also time every feasible config")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_tune)

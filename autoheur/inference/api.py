@@ -12,12 +12,10 @@ validated in full before anything runs.
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from autoheur.inference.aten import ATEN, aten_grouped_mm
-from autoheur.inference.tuner import default_tuner
+from autoheur.inference.tuner import default_tuner, env_flag
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
 from autoheur.kernels.launcher import BoundLaunch
@@ -25,8 +23,8 @@ from autoheur.kernels.validate import ALIGN_BYTES, GemmCall, check_config, check
 
 # Read the offsets back to check their values on every call (one small device-to-host copy and a sync; skipped during
 # CUDA graph capture). AUTOHEUR_CHECK_OFFSETS=0 trusts them after the shape, dtype and device checks, as
-# torch._grouped_mm does: a steady-state loop then never waits on the GPU.
-CHECK_OFFSETS = os.environ.get("AUTOHEUR_CHECK_OFFSETS", "1") != "0"
+# torch._grouped_mm does: a steady-state loop then never waits on the GPU. Read once, at import.
+CHECK_OFFSETS = env_flag("AUTOHEUR_CHECK_OFFSETS", True)
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # subclasses (fake, functional, wrapper tensors) take the full path
 _TENSORS = ("a", "b", "offs")
@@ -67,7 +65,12 @@ def grouped_mm(
     """Same as `torch._grouped_mm(a, b, offs, out_dtype=out_dtype)`, with a tuned Triton kernel (or torch's own
     where the brief autotune timed it fastest). Differentiable, as torch._grouped_mm is: with grad mode on and an input
     that requires grad, or while torch.compile traces, the call goes through op.py's autograd formula."""
-    if ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled()) or torch.compiler.is_compiling():
+    try:
+        needs_grad = (a.requires_grad or b.requires_grad) and torch.is_grad_enabled()
+    except AttributeError:  # not a tensor: the validator's error names the argument
+        validate(a, b, offs, out_dtype)
+        raise
+    if needs_grad or torch.compiler.is_compiling():
         from autoheur.inference.op import differentiable_grouped_mm
 
         return differentiable_grouped_mm(a, b, offs, out_dtype)
@@ -85,7 +88,10 @@ def grouped_mm_offsets_checked(a: torch.Tensor, b: torch.Tensor, offs: torch.Ten
 def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
     tuner = default_tuner()
     sig = _signature(a, b, offs, out_dtype)
-    hit = tuner.fast.get(sig) if sig is not None else None
+    try:
+        hit = tuner.fast.get(sig) if sig is not None else None
+    except TypeError:  # an unhashable out_dtype: `validate` below refuses it by name
+        sig = hit = None
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
         if bound is None or (check_offsets and offs is not None):
@@ -97,13 +103,13 @@ def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
         return bound(a, b, offs)
     call = validate(a, b, offs, out_dtype, check_offsets=check_offsets)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
-    if out.numel() == 0:
+    if out.numel() == 0 or call.groups == 0:  # no groups: every row (or column) is past the last offset
         return out
     if call.k == 0 and call.ragged != Ragged.K:
         return out.zero_()
     cfg = tuner.config_for(call)
     if cfg is not ATEN:
-        check_config(cfg, call)
+        check_config(cfg, call)  # the tuner never returns one that fails this (a cached one that would is retuned)
     if sig is not None:
         fields = {f: v for f, v in call.__dict__.items() if f not in _TENSORS}
         tuner.remember(sig, fields, None if cfg is ATEN else BoundLaunch(call, cfg))

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from autoheur.inference.api import _plain, grouped_mm_offsets_checked
+from autoheur.inference.api import _PLAIN, _plain, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
 from autoheur.kernels.tail import zero_past_end
+from autoheur.kernels.validate import ALIGN_BYTES, operand_ok, validate
 
 
 @torch.library.custom_op("autoheur::grouped_mm", mutates_args=())
@@ -53,6 +54,9 @@ def _zero_tail(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
     """In place: the slices of the 2D `t` along `dim` at or past offs[-1] become zeros, with no device-to-host copy.
     On a GPU a kernel stores zeros into the tail alone (autoheur/kernels/tail.py); elsewhere a masked fill. Either way
     a NaN left in the uninitialized tail becomes zero (a 0/1 multiply would keep it)."""
+    if offs.numel() == 0:  # no groups: all of it is past the end
+        t.zero_()
+        return
     if t.is_cuda:
         zero_past_end(t, offs, dim)
         return
@@ -114,11 +118,25 @@ def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: 
     return out
 
 
+def _operand(g: torch.Tensor) -> torch.Tensor:
+    """The output gradient as the backward's GEMMs can read it (validate.py's operand rules). Autograd hands over
+    whatever the next op made: y.sum()'s gradient is expanded (strides all 0); torch.cat's backward gives a view at
+    any offset, its pointer off 16 bytes (torch._grouped_mm's backward takes it); an output whose rows are not a
+    multiple of 16 bytes (n set by a column-major B) has a gradient with such rows. Any of these is copied, row-major,
+    into rows padded to 16 bytes. A traced tensor has no pointer to check: it is only made row- or column-major."""
+    if type(g) not in _PLAIN:
+        return g if g.is_contiguous() or _t(g).is_contiguous() else g.contiguous()
+    if operand_ok(g):
+        return g
+    n = g.shape[-1]
+    quantum = ALIGN_BYTES // g.element_size()
+    padded = g.new_empty((*g.shape[:-1], -(-n // quantum) * quantum))[..., :n]
+    return padded.copy_(g)
+
+
 def _backward(ctx, grad):
     a, b, offs = ctx.saved_tensors
-    g = grad.to(a.dtype)
-    if not (g.is_contiguous() or _t(g).is_contiguous()):  # e.g. y.sum()'s gradient: expanded, strides all 0
-        g = g.contiguous()
+    g = _operand(grad.to(a.dtype))
     da = db = None
     if a.dim() == 2 and b.dim() == 3:  # ragged M
         if ctx.needs_input_grad[0]:
@@ -168,6 +186,10 @@ class _Eager(torch.autograd.Function):
 def differentiable_grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
                               out_dtype: torch.dtype | None = None) -> torch.Tensor:  # fmt: skip
     """`autoheur.grouped_mm` with autograd: the custom op while torch.compile traces, else the eager Function."""
-    if torch.compiler.is_compiling() or not _plain(a, b, offs):
+    if torch.compiler.is_compiling():
+        return grouped_mm(a, b, offs, out_dtype)
+    if not _plain(a, b, offs):
+        if not all(isinstance(x, torch.Tensor) for x in (a, b, a if offs is None else offs)):
+            validate(a, b, offs, out_dtype)  # its error names the argument, where the op's schema check would not
         return grouped_mm(a, b, offs, out_dtype)
     return _Eager.apply(a, b, offs, out_dtype)

@@ -22,11 +22,17 @@ from autoheur.problem import Problem
 
 
 def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: bool = False) -> Iterator[dict]:
+    if not (torch.cuda.is_available() or interpreting()):
+        raise ValueError("no CUDA GPU here: set TRITON_INTERPRET=1 to run the kernel on the CPU (its timings are then "
+                         "the interpreter's, not a GPU's)")  # fmt: skip
     device = "cuda" if torch.cuda.is_available() and not interpreting() else "cpu"
     tuner = Tuner()
     for p in problems:
         a, b, offs = p.make_inputs(device)
-        call = validate(a, b, offs)
+        try:
+            call = validate(a, b, offs)
+        except (ValueError, TypeError) as exc:  # say which problem: a shapes file may hold many
+            raise ValueError(f"problem {p.name!r}: {exc}") from exc
         t0 = time.perf_counter()
         cands, source = tuner.candidates(call, "predicted", k)
         aten = aten_for(call)

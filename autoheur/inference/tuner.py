@@ -79,6 +79,21 @@ def _positive_int_env(name: str, default: int) -> int:
     return n
 
 
+FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """An on/off knob (AUTOHEUR_CACHE, AUTOHEUR_CHECK_OFFSETS): unset is `default`; any other value must be one of
+    FLAGS' spellings, any case, so that a typo is refused rather than read as on."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    value = text.strip().lower()
+    if value not in FLAGS:
+        raise ValueError(f"{name}={text!r}: expected one of {tuple(FLAGS)}")
+    return FLAGS[value]
+
+
 COMPILE_PLACES = ("threads", "processes")
 
 
@@ -159,7 +174,7 @@ class Tuner:
         apart from Triton-only ones, so that AUTOHEUR_ATEN=off never reads back an "aten"."""
         with self._lock:
             if (device_name, aten) not in self._caches:
-                disk = os.environ.get("AUTOHEUR_CACHE", "1") != "0"
+                disk = env_flag("AUTOHEUR_CACHE", True)
                 self._caches[device_name, aten] = TuneCache(device_name, disk=disk, aten=aten)
             return self._caches[device_name, aten]
 
@@ -244,9 +259,20 @@ class Tuner:
             return chosen
 
     def _lookup(self, tkey: TuneKey, call: GemmCall, aten: bool) -> Choice | None:
-        """A choice tuned earlier (this process or, through the disk cache, another one)."""
+        """A choice tuned earlier (this process or, through the disk cache, another one); None for a miss, and for a
+        cached config that cannot run this call (check_config would refuse it), which is then tuned again and
+        overwritten rather than failing every call with this key."""
         hit = self.cache(call.device.name, aten).get(tkey.to_str())
-        return choice_from_id(hit["config"]) if hit is not None else None
+        if hit is None:
+            return None
+        choice = choice_from_id(hit["config"])
+        reason = None if isinstance(choice, AtenChoice) else infeasible_reason(choice, call.signature, call.device)
+        if reason is not None:
+            log.warning(
+                "autoheur: cached config %s cannot run %s (%s): tuning again", choice.config_id, tkey.to_str(), reason
+            )
+            return None
+        return choice
 
     def _tune(self, key: str, call: GemmCall, aten: bool) -> Choice:
         cache = self.cache(call.device.name, aten)

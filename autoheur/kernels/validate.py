@@ -22,8 +22,13 @@ _RAGGED_EXTENT = {Ragged.M: "a.shape[0]", Ragged.N: "b.shape[1]", Ragged.K: "a.s
 
 
 def interpreting() -> bool:
-    """True when Triton runs kernels on the CPU (TRITON_INTERPRET=1)."""
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    """True when Triton runs kernels on the CPU: TRITON_INTERPRET as Triton's own knob reads it, so that any spelling
+    Triton takes as on ("1", "true", "on", "yes", "y", any case, in triton 3.9) is on here too."""
+    try:
+        from triton import knobs
+    except ImportError:  # an older Triton, without `knobs`, took "1" alone
+        return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    return bool(knobs.runtime.interpret)
 
 
 @cache
@@ -89,6 +94,16 @@ def _major(t: torch.Tensor, name: str) -> tuple[bool, bool]:
     return row_major, lead_aligned
 
 
+def operand_ok(t: torch.Tensor) -> bool:
+    """Whether the kernel takes `t` as an operand as it is (layout, 16-byte strides and pointer): what `validate`
+    checks of `a` and `b`. For a tensor made elsewhere, such as an incoming gradient, that may need a copy."""
+    try:
+        _major(t, "t")
+    except ValueError:
+        return False
+    return True
+
+
 def _check_tensor(x, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -125,9 +140,12 @@ def validate(
         raise TypeError(f"a has dtype {a.dtype}; supported: bfloat16, float16, float32")
     if b.dtype != a.dtype:
         raise TypeError(f"b has dtype {b.dtype} but a has {a.dtype}: both operands must share one dtype")
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise TypeError(f"out_dtype={out_dtype!r} is a {type(out_dtype).__name__}: pass a torch.dtype or None")
     out_dtype = a.dtype if out_dtype is None else out_dtype
     if out_dtype not in (a.dtype, torch.float32):
-        raise TypeError(f"out_dtype={out_dtype} is not supported for {a.dtype} inputs (use {a.dtype} or float32)")
+        choices = "None or torch.float32" if a.dtype == torch.float32 else f"None, {a.dtype} or torch.float32"
+        raise TypeError(f"out_dtype={out_dtype} is not supported for {a.dtype} inputs: use {choices}")
     if b.device != a.device:
         raise ValueError(f"a is on {a.device} but b is on {b.device}: all tensors must be on one device")
     if a.device.type not in (("cpu", "cuda") if interpreting() else ("cuda",)):
@@ -179,8 +197,8 @@ def validate(
         out_shape = (a.shape[0], a.shape[1], b.shape[2])
     if offs is not None and offs.shape[0] != groups:
         raise ValueError(f"offs has {offs.shape[0]} entries but there are {groups} groups")
-    if groups == 0:
-        raise ValueError("there are no groups: G must be >= 1")
+    # No groups (G = 0) is valid, as torch._grouped_mm takes it: nothing to compute, and callers return the output
+    # without a launch.
 
     a_row_major, a_lead_aligned = _major(a, "a")
     b_row_major, b_lead_aligned = _major(b, "b")

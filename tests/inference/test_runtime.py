@@ -118,6 +118,7 @@ def test_mode_off_takes_the_top1_untimed(monkeypatch):
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "soon"),
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "-1"),
         ("AUTOHEUR_COMPILE_IN", "gpu"),
+        ("AUTOHEUR_CACHE", "maybe"),
     ],
 )
 def test_bad_knobs_are_refused(monkeypatch, var, value):

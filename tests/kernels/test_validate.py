@@ -192,7 +192,6 @@ CASES = [
         ValueError,
         r"^offs has 5 entries but there are 4 groups",
     ),
-    case("offs-empty-2Dx2D", lambda d: _with(Ragged.K, d, offs=offsets([], d)), ValueError, r"no groups"),
     case(
         "offs-decreasing",
         lambda d: _with(Ragged.M, d, offs=offsets([5, 24, 20, 32], d)),
@@ -380,6 +379,51 @@ def test_values_checked_before_launch_with_offsets_check_disabled(device):
     validate(kw["a"], kw["b"], kw["offs"], check_offsets=False)  # no error: values are not read
     with pytest.raises(TypeError, match=r"^offs has dtype"):
         validate(kw["a"], kw["b"], kw["offs"].long(), check_offsets=False)
+
+
+@pytest.mark.parametrize(
+    "text,on",
+    [("1", True), ("true", True), ("TRUE", True), ("On", True), ("yes", True), ("0", False), ("false", False),
+     ("off", False), ("", False), ("2", False)],
+)  # fmt: skip
+def test_interpreting_reads_triton_interpret_as_triton_does(monkeypatch, text, on):
+    import triton
+
+    from autoheur.kernels.validate import interpreting
+
+    monkeypatch.setenv("TRITON_INTERPRET", text)
+    assert interpreting() is on
+    if hasattr(triton, "knobs"):
+        assert interpreting() is triton.knobs.runtime.interpret
+
+
+@pytest.mark.parametrize(
+    "dtype,choices",
+    [(torch.float32, "use None or torch.float32"), (F16, "use None, torch.float16 or torch.float32")],
+)
+def test_out_dtype_error_lists_the_choices(device, dtype, choices):
+    kw = operands(Ragged.M, device, dtype) | dict(out_dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match=rf"^out_dtype=torch\.bfloat16 is not supported for {dtype} inputs: {choices}$"):
+        call(**kw)
+
+
+@pytest.mark.parametrize(
+    "ragged,out_shape",
+    [(Ragged.M, (32, 24)), (Ragged.N, (24, 32)), (Ragged.K, (0, 24, 24)), (Ragged.NONE, (0, 24, 24))],
+)
+def test_no_groups_is_valid_as_in_torch(ragged, out_shape, device):
+    """G = 0 (an empty offs; a batch of none), which torch._grouped_mm takes: nothing to compute."""
+    kw = operands(ragged, device)
+    if ragged == Ragged.NONE:
+        kw["a"], kw["b"] = kw["a"][:0], kw["b"][:0]
+    elif ragged == Ragged.M:
+        kw["b"], kw["offs"] = kw["b"][:0], kw["offs"][:0]
+    elif ragged == Ragged.N:
+        kw["a"], kw["offs"] = kw["a"][:0], kw["offs"][:0]
+    else:
+        kw["offs"] = kw["offs"][:0]
+    c = validate(kw["a"], kw["b"], kw["offs"])
+    assert (c.groups, c.out_shape) == (0, out_shape)
 
 
 def test_cpu_tensors_need_the_interpreter(monkeypatch):

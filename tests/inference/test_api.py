@@ -1,0 +1,77 @@
+"""`autoheur.grouped_mm`'s entry: arguments of the wrong type get the validator's error before anything else, no
+groups is an empty result as with torch._grouped_mm, and AUTOHEUR_CHECK_OFFSETS's spellings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import autoheur.inference.api as api
+from autoheur.inference import tuner as tuner_mod
+from autoheur.inference.api import grouped_mm
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
+OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Any tuning or launch is a failure: these calls must end in validation (or before)."""
+    monkeypatch.setattr(tuner_mod.Tuner, "config_for", lambda self, call: pytest.fail("tuned"))
+    monkeypatch.setattr(api, "launch", lambda *a: pytest.fail("launched"))
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["plain", "requires-grad"])
+@pytest.mark.parametrize(
+    "which,match",
+    [("a", r"^a must be a torch\.Tensor, got list"), ("b", r"^b must be a torch\.Tensor, got list"),
+     ("offs", r"^offs must be a torch\.Tensor, got list"), ("out_dtype", r"^out_dtype=\[torch\.float32\] is a list")],
+)  # fmt: skip
+def test_arguments_of_the_wrong_type_get_the_validators_error(nothing_runs, which, match, grad):
+    args = {"a": torch.randn(28, 24), "b": torch.randn(3, 24, 40), "offs": OFFS, "out_dtype": None}
+    if grad:  # an operand that needs gradients takes the autograd path first
+        other = "b" if which == "a" else "a"
+        args[other].requires_grad_()
+    args[which] = [torch.float32] if which == "out_dtype" else args[which].tolist()
+    with pytest.raises(TypeError, match=match):
+        grouped_mm(**args)
+
+
+G0_CASES = {  # no groups, each layout: torch._grouped_mm's output shape
+    "2d3d": (lambda z: (torch.randn(8, 32), torch.randn(0, 32, 16), z), (8, 16)),
+    "3d2d": (lambda z: (torch.randn(0, 8, 32), torch.randn(32, 16), z), (8, 16)),
+    "2d2d": (lambda z: (torch.randn(8, 32), torch.randn(32, 16), z), (0, 8, 16)),
+    "3d3d": (lambda z: (torch.randn(0, 8, 32), torch.randn(0, 32, 16), None), (0, 8, 16)),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(G0_CASES))
+def test_no_groups_gives_torchs_empty_result_without_tuning_or_launch(nothing_runs, layout):
+    build, shape = G0_CASES[layout]
+    a, b, offs = build(torch.zeros(0, dtype=torch.int32))
+    out = grouped_mm(a, b, offs)
+    assert tuple(out.shape) == shape and out.dtype == a.dtype
+    if DEVICE == "cpu":  # torch's CPU code takes float32 (its CUDA one wants bfloat16)
+        assert out.shape == torch._grouped_mm(a, b, offs).shape
+
+
+def test_check_offsets_spellings_at_import():
+    """AUTOHEUR_CHECK_OFFSETS is read once, at import: "false" turns the check off, a typo is refused by name."""
+    code = (
+        "import importlib, os\n"
+        "import autoheur.inference.api as api\n"
+        "print(api.CHECK_OFFSETS)\n"
+        "os.environ['AUTOHEUR_CHECK_OFFSETS'] = 'maybe'\n"
+        "try:\n"
+        "    importlib.reload(api)\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    env = {**os.environ, "AUTOHEUR_CHECK_OFFSETS": "False"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[:2] == ["False", "AUTOHEUR_CHECK_OFFSETS='maybe': expected one of "
+                                    "('1', 'true', 'on', 'yes', '0', 'false', 'off', 'no')"]  # fmt: skip

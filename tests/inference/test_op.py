@@ -1,0 +1,74 @@
+"""The autograd formula (inference/op.py) on incoming gradients the kernel cannot read as they are, and with no
+groups."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import autoheur.inference  # noqa: F401  (registers torch.ops.autoheur.grouped_mm)
+from autoheur.inference.api import grouped_mm
+from autoheur.kernels.reference import reference_grouped_mm
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
+
+
+def _grads(mm, a, b, offs, loss):
+    a, b = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    loss(mm(a, b, offs)).backward()
+    return a.grad, b.grad
+
+
+@pytest.mark.parametrize("entry", ["api", "op"])
+def test_a_gradient_at_a_misaligned_address_is_taken(entry):
+    """torch.cat's backward hands y a view 4 bytes into its buffer: torch._grouped_mm's backward takes it."""
+    mm = grouped_mm if entry == "api" else torch.ops.autoheur.grouped_mm
+    torch.manual_seed(0)
+    a, b = torch.randn(20, 24), torch.randn(3, 24, 16)
+    offs = torch.tensor([5, 8, 20], dtype=torch.int32)
+    w = torch.randn(1 + 20 * 16)
+
+    def loss(y):
+        return (torch.cat([torch.ones(1), y.flatten()]) * w).sum()
+
+    for got, want in zip(_grads(mm, a, b, offs, loss), _grads(reference_grouped_mm, a, b, offs, loss), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["2d3d", "3d3d"])
+def test_a_gradient_whose_rows_are_not_16_byte_multiples_is_taken(layout):
+    """n = 3 (float32: 12-byte rows) is a valid forward with B stored column-major; its row-major gradient is not a
+    valid operand for the backward's GEMMs as it is."""
+    torch.manual_seed(0)
+    b = torch.randn(3, 3, 24).transpose(1, 2)  # [g, K, n=3], column-major
+    if layout == "2d3d":
+        a, offs = torch.randn(20, 24), torch.tensor([5, 8, 20], dtype=torch.int32)
+    else:
+        a, offs = torch.randn(3, 8, 24), None
+    w = torch.randn(reference_grouped_mm(a, b, offs).shape)
+
+    def loss(y):
+        return (y * w).sum()
+
+    for got, want in zip(_grads(grouped_mm, a, b, offs, loss), _grads(reference_grouped_mm, a, b, offs, loss),
+                         strict=True):  # fmt: skip
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["2d3d", "3d2d", "2d2d", "3d3d"],
+)
+def test_no_groups_has_zero_gradients(layout):
+    z = torch.zeros(0, dtype=torch.int32)
+    a, b, offs = {
+        "2d3d": (torch.randn(8, 32), torch.randn(0, 32, 16), z),
+        "3d2d": (torch.randn(0, 8, 32), torch.randn(32, 16), z),
+        "2d2d": (torch.randn(8, 32), torch.randn(32, 16), z),
+        "3d3d": (torch.randn(0, 8, 32), torch.randn(0, 32, 16), None),
+    }[layout]
+    a.requires_grad_()
+    b.requires_grad_()
+    y = grouped_mm(a, b, offs)
+    (y * torch.randn(y.shape)).sum().backward()
+    assert torch.equal(a.grad, torch.zeros_like(a)) and torch.equal(b.grad, torch.zeros_like(b))

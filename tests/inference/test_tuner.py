@@ -1,0 +1,66 @@
+"""The tuner's on/off knobs and what it does with a cached choice that cannot run the call at hand."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import torch
+
+from autoheur.inference import tuner as tuner_mod
+from autoheur.inference.api import grouped_mm
+from autoheur.inference.key import tune_key
+from autoheur.kernels.config import KernelConfig, infeasible_reason
+from autoheur.kernels.reference import reference_grouped_mm
+from autoheur.kernels.validate import validate
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
+OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
+
+
+@pytest.mark.parametrize(
+    "text,value",
+    [("1", True), ("true", True), ("ON", True), (" Yes ", True), ("0", False), ("False", False), ("off", False),
+     ("NO", False)],
+)  # fmt: skip
+def test_env_flag_spellings(monkeypatch, text, value):
+    monkeypatch.setenv("AUTOHEUR_X", text)
+    assert tuner_mod.env_flag("AUTOHEUR_X", not value) is value
+
+
+@pytest.mark.parametrize("text", ["2", "maybe", "", "disable"])
+def test_env_flag_refuses_anything_else_by_name(monkeypatch, text):
+    monkeypatch.setenv("AUTOHEUR_X", text)
+    with pytest.raises(ValueError, match=f"^AUTOHEUR_X={text!r}: expected one of"):
+        tuner_mod.env_flag("AUTOHEUR_X", True)
+    monkeypatch.delenv("AUTOHEUR_X")
+    assert tuner_mod.env_flag("AUTOHEUR_X", True) is True
+
+
+def test_cache_off_spelled_false_keeps_nothing_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOHEUR_CACHE", "false")
+    monkeypatch.setenv("AUTOHEUR_TUNE", "off")
+    grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    assert not (tmp_path / "cache").exists()  # the conftest's AUTOHEUR_CACHE_DIR
+
+
+def test_a_cached_config_that_cannot_run_the_call_is_retuned_and_overwritten(monkeypatch, caplog):
+    """A TMA config cached for this key, although this call's column-major `a` rules TMA out (a file edited, or
+    written by other code): a miss, tuned again, its entry replaced, not an error on every call."""
+    monkeypatch.setenv("AUTOHEUR_TUNE", "off")
+    monkeypatch.setenv("AUTOHEUR_ATEN", "off")
+    a, b = torch.randn(24, 28).t(), torch.randn(3, 24, 40)
+    call = validate(a, b, OFFS)
+    tma = KernelConfig(32, 32, 32, 3, 2, load="tma")
+    assert infeasible_reason(tma, call.signature, call.device) is not None
+    cache = tuner_mod.default_tuner().cache(call.device.name, aten=False)
+    key = tune_key(call).to_str()
+    cache.path.parent.mkdir(parents=True)
+    cache.path.write_text(json.dumps({key: {"config": tma.config_id}}))
+    with caplog.at_level(logging.WARNING, logger="autoheur"):
+        out = grouped_mm(a, b, OFFS)
+    torch.testing.assert_close(out[:28], reference_grouped_mm(a, b, OFFS)[:28])
+    assert any(f"cached config {tma.config_id} cannot run" in r.getMessage() for r in caplog.records)
+    now = json.loads(cache.path.read_text())[key]["config"]
+    assert now != tma.config_id and infeasible_reason(KernelConfig.from_id(now), call.signature, call.device) is None

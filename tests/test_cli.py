@@ -1,0 +1,54 @@
+"""The CLI: counts below 1 refused, `autoheur tune` on problems it cannot run (exit 2 with a message, no
+traceback), and `predict` with a model of another device saying so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from autoheur.cli import main
+
+
+@pytest.mark.parametrize("argv", [["predict", "--top", "0"], ["predict", "--top", "-1"], ["tune", "--top-k", "0"],
+                                  ["tune", "--top-k", "-1"], ["tune", "--top-k", "many"]])  # fmt: skip
+def test_counts_below_one_are_refused(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert f"argument {argv[1]}: expected a positive integer" in capsys.readouterr().err
+
+
+def test_tune_without_a_gpu_or_the_interpreter_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 2
+    assert capsys.readouterr().err.startswith("autoheur tune: no CUDA GPU here: set TRITON_INTERPRET=1")
+
+
+def test_tune_of_a_problem_the_kernel_refuses_names_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
+    shapes = tmp_path / "s.jsonl"  # n = 33 float32, B n-major: rows of 132 bytes
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 33, "k": 32, "dtype": "float32", "b_major": "n"}\n')
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autoheur tune: problem 's.jsonl:1': b has strides") and "16 bytes" in err
+
+
+def test_predict_with_a_model_of_another_device_says_whose_ranking_it_is(capsys):
+    """--model of the H100 with --device h200: the ranking is the H100 model's, and the output says so (stderr, the
+    source line and the JSON's model_device) rather than presenting it as the H200's."""
+    model = str(Path(__file__).resolve().parents[1] / "models" / "nvidia-h100-80gb-hbm3.joblib")
+    args = ["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--model", model, "--json"]
+    assert main([*args, "--device", "h200"]) == 0
+    out = capsys.readouterr()
+    assert "was trained on NVIDIA H100 80GB HBM3, not NVIDIA H200" in out.err
+    got = json.loads(out.out)
+    assert got["model_device"] == "NVIDIA H100 80GB HBM3" and "trained on NVIDIA H100" in got["source"]
+    assert main([*args, "--device", "h100"]) == 0
+    out = capsys.readouterr()
+    assert "trained on" not in out.err and json.loads(out.out)["model_device"] == "NVIDIA H100 80GB HBM3"
