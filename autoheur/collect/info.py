@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from autoheur.collect.schema import STATUSES
-from autoheur.collect.store import MANIFEST, PAST, RETIME_KINDS, DatasetStore
+from autoheur.collect.store import MANIFEST, PAST, RETIME_KINDS, DatasetStore, _reading
 
 
 def info(root: Path) -> dict:
@@ -122,4 +122,8 @@ def format_info(d: dict) -> str:
 
 def _rows(paths) -> int:
     """Rows in a set of Parquet files (a pack listed once however many problems it holds)."""
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in set(paths))
+    total = 0
+    for p in set(paths):
+        with _reading(p):  # a damaged file: named, with what to do
+            total += pq.ParquetFile(p).metadata.num_rows
+    return total

@@ -9,13 +9,20 @@ from pathlib import Path
 
 from autoheur.collect.store import RETIME_KINDS, DatasetStore, _same_rows
 
+_KEEP_ONE = (
+    "Keep one of the two: move the file that holds the measurement you drop out of its dataset (a pack also holds "
+    "other problems: measure those again, with `autoheur collect` or the pass), then merge again"
+)
+
 
 def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict:
     """Copy every part (and retime file, of every kind) of `sources` into `dest` (created with the first source's
     metadata, or resumed), then pack the copies.
 
     Refuses sources whose metadata is incompatible with dest's. A problem present twice is copied once if its rows
-    are identical and refused if they differ (two measurements of one problem: keep one, delete the other part).
+    are identical and refused if they differ (two measurements of one problem: the refusal names the two files).
+    A run log whose name dest already has with other content (logs are named by start second, host and rank, so
+    two calls can collide) is copied under a numbered name, counted in "run_logs_renamed".
 
     `finished`: passes (e.g. ("refine", "polish")) a source's problem must have had to be copied; the others stay
     behind, counted under "left_unfinished", for a merge after those passes (copies already made are then skipped).
@@ -33,8 +40,8 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         diff = stores[0].meta.mismatches(s.meta)
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
-    out = DatasetStore.open(dest, stores[0].meta)
-    copied = skipped = logs = unfinished = 0
+    out = DatasetStore.open(dest, stores[0].meta, hint=f"merge into another directory (another --into than {dest})")
+    copied = skipped = logs = renamed = unfinished = 0
     retimes = dict.fromkeys(RETIME_KINDS, 0)
     for s in stores:
         parts, passes = s.parts(), {kind: s.retimes(kind) for kind in RETIME_KINDS}
@@ -44,11 +51,11 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
             if pid not in keep:
                 continue
             table = s.read_part(pid, path)
-            if pid in out.done_problems():
-                if not _same_rows(table, out.read_part(pid)):
+            have = out.parts().get(pid)
+            if have is not None:
+                if not _same_rows(table, out.read_part(pid, have)):
                     raise ValueError(
-                        f"problem {pid} is in {s.root} and already in {dest} with different rows: "
-                        f"delete one of the two part-{pid}.parquet files and merge again"
+                        f"problem {pid} was measured twice, with different rows: in {path} and in {have}. {_KEEP_ONE}"
                     )
                 skipped += 1
                 continue
@@ -63,13 +70,14 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
                 if pid in have:
                     if not _same_rows(table, out._retime_rows(pid, kind, have[pid])):
                         raise ValueError(
-                            f"problem {pid} had a {kind} pass in {s.root} and in {dest} with different rows: "
-                            f"keep one (delete its {kind} file, or run that pass again) and merge again"
+                            f"problem {pid} had a {kind} pass twice, with different rows: in {path} and in "
+                            f"{have[pid]}. {_KEEP_ONE}"
                         )
                     continue
                 out._write_part(pid, table, out.retime_path(pid, kind))
                 retimes[kind] += 1
-        logs += _copy_run_logs(s.root, out.root)
+        n, r = _copy_run_logs(s.root, out.root)
+        logs, renamed = logs + n, renamed + r
     if copied:
         out.pack_parts()
     for kind in RETIME_KINDS:
@@ -84,19 +92,28 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         "duplicates_skipped": skipped,
         "left_unfinished": unfinished,
         "run_logs_copied": logs,
+        "run_logs_renamed": renamed,
         "problems": len(out.done_problems()),
     }
 
 
-def _copy_run_logs(src: Path, dest: Path) -> int:
-    """Copy the run logs (`runs/*.jsonl`, named by start time and host) that dest lacks; returns how many."""
-    n = 0
+def _copy_run_logs(src: Path, dest: Path) -> tuple[int, int]:
+    """Copy the run logs (`runs/*.jsonl`, named by start time, host and rank) that dest lacks; returns (how many were
+    copied, how many of those under a numbered name, `<name>.<i>.jsonl`, because dest has another log of that name).
+    A log whose content dest already holds under its name or a numbered one is skipped: merging again copies
+    nothing."""
+    copied = renamed = 0
     for log in sorted((src / "runs").glob("*.jsonl")):
-        target = dest / "runs" / log.name
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".tmp")
-            tmp.write_bytes(log.read_bytes())
-            os.replace(tmp, target)
-            n += 1
-    return n
+        data = log.read_bytes()
+        target, i = dest / "runs" / log.name, 0
+        while target.exists() and target.read_bytes() != data:
+            i += 1
+            target = dest / "runs" / f"{log.stem}.{i}.jsonl"
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        copied, renamed = copied + 1, renamed + (i > 0)
+    return copied, renamed

@@ -196,6 +196,8 @@ def _pass_worker(
     log_path = store.root / "runs" / f"{stamp}-{kind}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     for p, ids in todo:
+        if runner.parent_gone():  # the run that spawned this worker was killed (runner._die_with_parent)
+            return
         if deadline is not None and time.time() > deadline:
             report({"kind": "stopped", "rank": rank})
             return
@@ -272,7 +274,7 @@ def _remeasure(
     if needs:
         summary["waiting"] = waiting
     if not todo:
-        summary["packed"] = store.pack(kind)  # what a run killed before its end left unpacked
+        summary.update(runner.pack_summary(store.pack(kind)))  # what a run killed before its end left unpacked
         return summary
     ropts = replace(opts, abort_factor=math.inf)
     spec = runner.device_spec(0)
@@ -304,6 +306,6 @@ def _remeasure(
         _pass_worker(0, todo, *args, report)
     else:
         runner._spawn_workers(_pass_worker, [(r, todo[r::gpus], *args) for r in range(gpus)], report)
-    summary["packed"] = store.pack(kind)  # the problems' files of this pass, and of earlier runs of it, into one
+    summary.update(runner.pack_summary(store.pack(kind)))  # this pass's files, and earlier runs' of it, into one
     summary["wall_s"] = time.time() - t0
     return summary

@@ -25,6 +25,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -436,6 +437,8 @@ def _worker(
     log_path = Path(root) / "runs" / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{socket.gethostname()}-{rank}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     for p in problems:
+        if parent_gone():  # the run that spawned this worker was killed: no one to report to, and a rerun may start
+            return
         if deadline is not None and time.time() > deadline:
             report({"kind": "stopped", "rank": rank})
             return
@@ -463,8 +466,42 @@ def _worker(
     report({"kind": "finished", "rank": rank})
 
 
-def _spawned(work, rank, *args) -> None:
-    """`work(rank, *args[:-1], report)` in a spawned worker, reporting on the queue that is the last of `args`."""
+def pack_summary(result: dict[str, int]) -> dict[str, int]:
+    """A run summary's account of `DatasetStore.pack_parts` or `pack`: "packed" (problems moved into a pack), and the
+    leftovers of a killed run it removed, where there were any."""
+    return {"packed": result["moved"], **{k: v for k, v in result.items() if k != "moved" and v}}
+
+
+_PARENT: int | None = None  # in a spawned worker: the pid of the run that spawned it
+
+
+def parent_gone() -> bool:
+    """In a spawned worker: whether the run that spawned it has ended (its pid is no longer our parent's)."""
+    return _PARENT is not None and os.getppid() != _PARENT
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the run that spawned it ends. Why: a parent killed with SIGKILL left its workers running
+    and writing problems, and a rerun then ran beside them. On Linux the kernel kills the worker at once
+    (PR_SET_PDEATHSIG); elsewhere the workers check `parent_gone` before each problem and finish the one in flight."""
+    global _PARENT
+    _PARENT = parent
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no libc or no prctl: the check before each problem still stops it
+            pass
+
+
+def _spawned(work, parent, rank, *args) -> None:
+    """`work(rank, *args[:-1], report)` in a worker spawned by process `parent`, reporting on the queue that is the
+    last of `args`; the worker ends with its parent (`_die_with_parent`)."""
+    _die_with_parent(parent)
+    if parent_gone():  # it ended before the line above took effect
+        return
     queue = args[-1]
     try:
         work(rank, *args[:-1], queue.put)
@@ -551,7 +588,7 @@ def collect(
     )
     summary = {"root": str(root), "todo": len(todo), "already_done": len(mine) - len(todo), "done": 0, "errors": []}
     if not todo:
-        summary["packed"] = store.pack_parts()  # what a run killed before its end left in parts of their own
+        summary.update(pack_summary(store.pack_parts()))  # what a run killed before its end left in parts of their own
         return summary
     spec = device_spec(0)
     t_c = time.time()
@@ -576,7 +613,7 @@ def collect(
         shares = [(r, shard(todo, r, gpu_count), str(root), meta, opts, compiled, deadline) for r in range(gpu_count)]
         _spawn_workers(_worker, shares, report)
     # every worker has ended (one writer again): this run's parts into one pack (store.pack_parts; reads unchanged)
-    summary["packed"] = store.pack_parts()
+    summary.update(pack_summary(store.pack_parts()))
     summary["done"] = len(records)
     summary["wall_s"] = time.time() - t0
     if records:
@@ -596,7 +633,7 @@ def _spawn_workers(work, per_worker: list[tuple], report: Callable[[dict], None]
     passing what they report to `report` until each has finished, stopped or failed (or all died without a word)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_spawned, args=(work, *args, queue)) for args in per_worker]
+    procs = [ctx.Process(target=_spawned, args=(work, os.getpid(), *args, queue)) for args in per_worker]
     for pr in procs:
         pr.start()
     live = len(procs)

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from autoheur.collect.timing import Timing
 from autoheur.device import DeviceSpec
@@ -321,9 +322,10 @@ def validate_schema(schema: pa.Schema, require_metadata: bool = True) -> Metadat
 
 
 def validate_rows(table: pa.Table) -> None:
-    """The part of `validate_table` that reads rows: no nulls where the schema forbids them, known statuses, one row
-    per (problem_id, config_id). `table` may hold a subset of the columns if it has `NOT_NULL`'s (the keys and
-    status among them): a read of a few columns is checked as far as it goes."""
+    """The part of `validate_table` that reads rows: no nulls where the schema forbids them, known statuses, a
+    positive finite time on every timed row, one row per (problem_id, config_id). `table` may hold a subset of the
+    columns if it has `NOT_NULL`'s (the keys and status among them): a read of a few columns is checked as far as it
+    goes."""
     missing = [c for c in NOT_NULL if c not in table.column_names]
     if missing:
         raise ValueError(f"cannot check rows without columns {missing}")
@@ -333,9 +335,31 @@ def validate_rows(table: pa.Table) -> None:
     bad = sorted(set(table.column("status").unique().to_pylist()) - set(STATUSES))
     if bad:
         raise ValueError(f"unknown status values {bad}; allowed: {STATUSES}. {HINT}")
+    _check_times(table)
     keys = table.group_by(["problem_id", "config_id"]).aggregate([([], "count_all")])
     if keys.num_rows != table.num_rows:
         raise ValueError(
             f"{table.num_rows - keys.num_rows} duplicate (problem_id, config_id) rows: the dataset is "
             "corrupt; delete the duplicated parts and re-collect them"
+        )
+
+
+def _check_times(table: pa.Table) -> None:
+    """Refuse timed rows (ok, censored) whose median_ms is not a positive finite time. Why: bytes garbled in the
+    middle of a Parquet file without page checksums can still decode, and a time of -1e260 then reads as the oracle.
+    Untimed rows hold NaN, which is not checked. A read without `median_ms` is checked as far as it goes."""
+    if "median_ms" not in table.column_names:
+        return
+    ms = table.column("median_ms")
+    timed = pc.is_in(table.column("status"), value_set=pa.array(TIMED_STATUSES))
+    good = pc.fill_null(pc.and_(pc.is_finite(ms), pc.greater(ms, 0.0)), False)
+    bad = pc.and_(timed, pc.invert(good))
+    count = pc.sum(bad).as_py() or 0
+    if count:
+        rows = table.filter(bad).slice(0, 3).select(["problem_id", "config_id", "median_ms"]).to_pylist()
+        examples = ", ".join(f"{r['problem_id']}/{r['config_id']}: {r['median_ms']!r}" for r in rows)
+        raise ValueError(
+            f"{count} timed rows (status ok or censored) have a median_ms that is not a positive finite time (e.g. "
+            f"{examples}): the file holding them is corrupt; restore it from git, or delete it and measure its "
+            "problems again"
         )

@@ -1,9 +1,10 @@
 """An append-only, resumable dataset directory, one per device (`data/<device-slug>/`).
 
-Layout: `dataset.json` (the manifest: the metadata the dataset was started with) and one Parquet part per problem,
-`part-<problem_id>.parquet`, carrying the metadata of the run that wrote it. A part is written to a hidden temp file
-in the same directory, fsynced, then linked into place without clobbering, so a kill at any moment loses at most the
-problem in flight and can never leave a half-written part or a duplicate. The set of parts is the set of problems done.
+Layout: `dataset.json` (the manifest: the metadata the dataset was started with) and one Parquet part per problem
+while a run collects, `part-<problem_id>.parquet` (packed when it ends: below), carrying the metadata of the run that
+wrote it. A part is written to a hidden temp file in the same directory, fsynced, then linked into place without
+clobbering, so a kill at any moment loses at most the problem in flight and can never leave a half-written part or a
+duplicate. The set of parts is the set of problems done.
 
 Retimes: a problem may also have new measurements of some of its configs, in one file per kind of pass, written the same
 way: `retime-<problem_id>.parquet` (`autoheur data retime`: the configs whose runs disagreed) and
@@ -27,7 +28,9 @@ One writer per directory: several machines collect into separate directories and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -71,6 +74,17 @@ DONE_KEY = b"autoheur-done"  # a pack's metadata: the problems whose pass it hol
 ID_RE = re.compile(r"[0-9a-f]{16}")  # schema.problem_id
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
+# Parquet page checksums (CRC32 of each page), written and verified where this pyarrow has them: bytes
+# garbled in the middle of a file otherwise decode as other values (a time of -1e260), since Parquet checks nothing
+# below its footer. Files written without them (the shipped data) still read.
+_WRITE_CHECKSUMS = (
+    {"write_page_checksum": True} if "write_page_checksum" in inspect.signature(pq.write_table).parameters else {}
+)
+_VERIFY_CHECKSUMS = (
+    {"page_checksum_verification": True}
+    if "page_checksum_verification" in inspect.signature(pq.read_table).parameters
+    else {}
+)
 
 
 class DatasetStore:
@@ -89,11 +103,12 @@ class DatasetStore:
     # -- opening --------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, root: Path, meta: Metadata, new: bool = False) -> DatasetStore:
+    def open(cls, root: Path, meta: Metadata, new: bool = False, hint: str = NEW_HINT) -> DatasetStore:
         """Create `root`, or resume it when its metadata is compatible with `meta`.
 
         new=True never deletes: an existing non-empty directory is renamed to `<root>.old-<UTC timestamp>` and a
-        fresh dataset is started in its place.
+        fresh dataset is started in its place. `hint`: what a refusal tells the caller to do instead (merge has no
+        --new-dataset).
         """
         root = Path(root)
         if new and _has_content(root):
@@ -104,11 +119,10 @@ class DatasetStore:
             diff = stored.mismatches(meta)
             if diff:
                 raise ValueError(
-                    f"{root} holds a dataset whose timings are not comparable with this run ({'; '.join(diff)}); "
-                    f"{NEW_HINT}"
+                    f"{root} holds a dataset whose timings are not comparable with this run ({'; '.join(diff)}); {hint}"
                 )
         elif _has_content(root):
-            raise ValueError(f"{root} is not empty and has no {MANIFEST}: not an autoheur dataset; {NEW_HINT}")
+            raise ValueError(f"{root} is not empty and has no {MANIFEST}: not an autoheur dataset; {hint}")
         else:
             root.mkdir(parents=True, exist_ok=True)
             _atomic_write_bytes(root / MANIFEST, json.dumps({"metadata": meta.to_dict()}, indent=2).encode())
@@ -121,12 +135,16 @@ class DatasetStore:
         """Open an existing dataset read-only (its manifest's metadata); touches nothing on disk."""
         return cls(Path(root), read_manifest(Path(root)))
 
-    def _clean_stale_temps(self) -> None:
-        """Remove temp files left by killed runs (their process is gone); a live writer's temp is kept."""
+    def _clean_stale_temps(self) -> int:
+        """Remove temp files left by killed runs (their process is gone); a live writer's temp is kept. Returns how
+        many were removed."""
+        removed = 0
         for path in self.root.iterdir():
             m = TMP_RE.fullmatch(path.name)
             if m and not _pid_alive(int(m.group(1))):
                 path.unlink(missing_ok=True)
+                removed += 1
+        return removed
 
     # -- parts ----------------------------------------------------------------------------------------------------
 
@@ -139,10 +157,23 @@ class DatasetStore:
         return self._index(PART_RE, PART_PACK_RE)
 
     def _index(self, single: re.Pattern, pack: re.Pattern) -> dict[str, Path]:
-        """problem_id -> its own file (matching `single`) or the pack (matching `pack`) that lists it; a pack wins."""
+        """problem_id -> its own file (matching `single`) or the pack (matching `pack`) that lists it; a pack wins.
+        A problem listed by two packs is refused: no writer packs a problem twice, so one of them is a copy (e.g. of
+        another collection), and which one a read took would depend on how their names sort."""
         out = self._files(single)
-        for path in self._files(pack).values():
-            out.update(dict.fromkeys(self._pack_done(path), path))
+        lists = [(path, self._pack_done(path)) for path in self._files(pack).values()]
+        packed = {pid: path for path, pids in lists for pid in pids}
+        if len(packed) != sum(len(pids) for _, pids in lists):  # a problem listed twice: find where, say so
+            first: dict[str, Path] = {}
+            for path, pids in lists:
+                for pid in pids:
+                    if first.setdefault(pid, path) != path:
+                        raise ValueError(
+                            f"problem {pid} is in two packs of {self.root}: {first[pid].name} and {path.name}. One "
+                            "problem is measured once: keep the pack that is right and move the other out of the "
+                            "directory (restore the directory from git if it came from there)"
+                        )
+        out.update(packed)
         return dict(sorted(out.items()))
 
     def _files(self, pattern: re.Pattern) -> dict[str, Path]:
@@ -175,7 +206,8 @@ class DatasetStore:
     def _pack_done(self, path: Path) -> tuple[str, ...]:
         key = (path, path.stat().st_mtime_ns)
         if key not in self._done:
-            md = pq.read_schema(path).metadata or {}
+            with _reading(path):
+                md = pq.read_schema(path).metadata or {}
             if DONE_KEY not in md:
                 what = f"{path} has no {DONE_KEY.decode()} metadata"
                 raise ValueError(f"{what}: not a pack; delete it, run its pass again")
@@ -224,7 +256,7 @@ class DatasetStore:
         key = (path, path.stat().st_mtime_ns)
         if key in self._cache:  # packs are written once: one read serves every problem in them
             return self._cache[key]
-        table = pq.read_table(path)
+        table = _read_table(path)
         try:
             meta = validate_table(table)
             check_retime_metadata(self.meta, meta)
@@ -236,8 +268,8 @@ class DatasetStore:
             self._cache[key] = table
         return table
 
-    def pack(self, kind: str = "retime") -> int:
-        """Move the problems' own files of one pass into one pack file; returns how many problems were moved.
+    def pack(self, kind: str = "retime") -> dict[str, int]:
+        """Move the problems' own files of one pass into one pack file; returns what it did (`_pack`).
 
         Each file carries ~6 KB of Parquet footer and schema for a few dozen rows: a pass over 500 problems is 5 MB of
         footers. The rows and metadata are copied unchanged (one pack per distinct metadata); the pack is written
@@ -251,8 +283,8 @@ class DatasetStore:
             lambda pid: self.read_retime(pid, kind),
         )  # fmt: skip
 
-    def pack_parts(self) -> int:
-        """Move the parts of their own into part packs (see the module docstring); returns how many were moved.
+    def pack_parts(self) -> dict[str, int]:
+        """Move the parts of their own into part packs (see the module docstring); returns what it did (`_pack`).
         For a finished collection: one writer per directory, as always. Reads are unchanged."""
         singles = self._files(PART_RE)
         packed = {pid: path for pid, path in self.parts().items() if path not in singles.values()}
@@ -260,11 +292,17 @@ class DatasetStore:
             "part", singles, packed, lambda pid: self._read_part_file(singles[pid], pid), self.read_part
         )  # fmt: skip
 
-    def _pack(self, prefix: str, singles: dict, packed: dict, read_single, read_current) -> int:
+    def _pack(self, prefix: str, singles: dict, packed: dict, read_single, read_current) -> dict[str, int]:
+        """Returns {"moved": problems moved into a new pack, "leftovers_removed": own files removed because a pack
+        already held their rows (a pack cut short), "temps_removed": temp files of dead runs removed}. The temps:
+        `autoheur data pack` is what a killed run's directory gets next, and it opens no store for writing."""
+        temps = self._clean_stale_temps()
+        leftovers = 0
         for pid in [pid for pid in singles if pid in packed]:  # a pack cut short: its rows are in the pack already
             if not _same_rows(read_single(pid), read_current(pid)):
                 raise ValueError(f"{singles[pid]} differs from its rows in {packed[pid]}: delete the one that is wrong")
             singles.pop(pid).unlink()
+            leftovers += 1
         groups: dict[bytes, list[tuple[str, pa.Table]]] = {}
         for pid in singles:
             table = read_single(pid)
@@ -278,7 +316,7 @@ class DatasetStore:
             for pid in pids:
                 singles[pid].unlink()
         _fsync_dir(self.root)
-        return len(singles)
+        return {"moved": len(singles), "leftovers_removed": leftovers, "temps_removed": temps}
 
     def _write_part(self, pid: str, table: pa.Table, final: Path | None = None) -> Path:
         final = final or self.part_path(pid)
@@ -287,7 +325,7 @@ class DatasetStore:
             raise FileExistsError(f"{final} exists: problem {pid} was already {what}; rows are never duplicated")
         tmp = self.root / f".tmp-{os.getpid()}-{secrets.token_hex(4)}.parquet"
         try:
-            pq.write_table(table, tmp, compression="zstd")
+            pq.write_table(table, tmp, compression="zstd", **_WRITE_CHECKSUMS)
             _fsync_file(tmp)
             _link_no_clobber(tmp, final)
         finally:
@@ -314,7 +352,7 @@ class DatasetStore:
         return self._cache[key][pid]
 
     def _read_part_file(self, path: Path, pid: str) -> pa.Table:
-        table = pq.read_table(path)
+        table = _read_table(path)
         self._check_part(path, table)
         ids = table.column("problem_id").unique().to_pylist()
         if ids != [pid] or problem_id(problem_from_row(table.slice(0, 1).to_pylist()[0])) != pid:
@@ -342,11 +380,12 @@ class DatasetStore:
         """A part pack's problems, each as the part it was packed from (the pack's metadata, less its list); of
         `columns` only (see `read_part`), when given."""
         if columns is None:
-            table = pq.read_table(path)
+            table = _read_table(path)
             self._check_part(path, table)
         else:
-            file = pq.ParquetFile(path)
-            table = file.read(columns=list(columns)).replace_schema_metadata(file.schema_arrow.metadata)
+            with _reading(path):
+                file = pq.ParquetFile(path, **_VERIFY_CHECKSUMS)
+                table = file.read(columns=list(columns)).replace_schema_metadata(file.schema_arrow.metadata)
             self._check_part(path, table, file.schema_arrow)
         identity = set(PROBLEM_FIELDS) | {"problem_name"} <= set(table.column_names)
         pids = self._pack_done(path)
@@ -606,7 +645,20 @@ def read_manifest(root: Path) -> Metadata:
     path = Path(root) / MANIFEST
     if not path.exists():
         raise ValueError(f"{root} has no {MANIFEST}: not an autoheur dataset")
-    return Metadata.from_dict(json.loads(path.read_text())["metadata"])
+    fix = (
+        f"restore it from git (git checkout -- {path}) or from the dataset it was copied from (every Parquet file of "
+        "the dataset carries the same metadata, under the key 'autoheur')"
+    )
+    try:
+        record = json.loads(path.read_text())
+    except ValueError as exc:  # not JSON (cut short, garbled), or not text
+        raise ValueError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {fix}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
+        raise ValueError(f"{path} holds no 'metadata' record: it is corrupt or not a dataset manifest; {fix}")
+    try:
+        return Metadata.from_dict(record["metadata"])
+    except (ValueError, TypeError, AttributeError) as exc:  # fields missing, unknown or of the wrong type
+        raise ValueError(f"{path}: {exc}. If it was edited or damaged, {fix}") from None
 
 
 def read_problem_ids(path: Path | str) -> set[str]:
@@ -629,6 +681,34 @@ def read_problem_ids(path: Path | str) -> set[str]:
 
 
 # -- filesystem helpers --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Errors of a Parquet read, as a refusal that names the file and says what to do: pyarrow's name neither ("Parquet
+    magic bytes not found in footer" for a file cut short, "CRC checksum verification failed" for a garbled page)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {_restore_hint(path)}") from None
+
+
+def _read_table(path: Path) -> pa.Table:
+    with _reading(path):
+        return pq.read_table(path, **_VERIFY_CHECKSUMS)
+
+
+def _restore_hint(path: Path) -> str:
+    """What to do about a damaged file of a dataset: restore it, or measure again what it held."""
+    kind = next((k for k in RETIME_KINDS if path.name.startswith(f"{k}-")), None)
+    again = (
+        f"delete it and run `autoheur data {kind}` on the dataset again"
+        if kind
+        else "delete it (and the retime, refine and polish files of its problems) and collect its problems again"
+    )
+    return f"restore it from git (git checkout -- {path}) if it is tracked, or {again}"
 
 
 def _same_rows(a: pa.Table, b: pa.Table) -> bool:

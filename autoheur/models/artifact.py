@@ -10,6 +10,7 @@ installed code, saying how to retrain.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,6 +26,11 @@ from autoheur.models.base import Ranker
 FORMAT_VERSION = 1
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 RETRAIN = "retrain it with this autoheur: autoheur train --data data/<device-slug> (see README)"
+RESTORE = "restore the model and its side-car .json from git (git checkout -- models/), or " + RETRAIN
+# Metadata every model must carry: inference reads them (the device's fields decide the feasible configs).
+REQUIRED_META = ("device", "space_hash", "features_hash", "feature_names")
+# What tells one trained model from another: a side-car must agree with its model file on these.
+IDENTITY_META = ("family", "device", "train_data_hash", "created_at")
 
 
 # Packages under every distribution name they ship as (xgboost also comes as the CPU-only wheel "xgboost-cpu").
@@ -135,14 +141,22 @@ class TrainedModel:
     # -- files ----------------------------------------------------------------------------------------------------
 
     def save(self, path: str | Path) -> Path:
+        """The model file and its side-car .json, each written to a temp file and renamed into place: a kill or a
+        full disk leaves the earlier pair whole (a half-written side-car broke every model lookup)."""
         import joblib
 
         path = Path(path)
+        side = path.with_suffix(".json")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        joblib.dump({"format_version": FORMAT_VERSION, "meta": self.meta, "ranker": self.ranker}, tmp, compress=3)
-        tmp.replace(path)
-        path.with_suffix(".json").write_text(json.dumps(self.meta, indent=2, default=str) + "\n")
+        tmp, tmp_side = (p.with_name(f".{p.name}.tmp-{os.getpid()}") for p in (path, side))
+        try:
+            tmp_side.write_text(json.dumps(self.meta, indent=2, default=str) + "\n")
+            joblib.dump({"format_version": FORMAT_VERSION, "meta": self.meta, "ranker": self.ranker}, tmp, compress=3)
+            os.replace(tmp, path)
+            os.replace(tmp_side, side)
+        finally:
+            tmp.unlink(missing_ok=True)
+            tmp_side.unlink(missing_ok=True)
         return path
 
     @classmethod
@@ -164,17 +178,38 @@ class TrainedModel:
             ) from None
         if not isinstance(blob, dict) or blob.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{path} is not an autoheur model of format {FORMAT_VERSION}; {RETRAIN}")
-        meta = blob["meta"]
+        meta = blob.get("meta")
+        check_required_meta(meta, path)
         problems = []
         space = expected_space_hash(meta.get("family", "triton"))
         if meta.get("space_hash") != space:
             problems.append(f"config-space hash {meta.get('space_hash')} != installed {space}")
         if meta.get("features_hash") != features_hash():
             problems.append(f"features hash {meta.get('features_hash')} != installed {features_hash()}")
+        elif list(meta["feature_names"]) != list(FEATURE_NAMES):  # the hash covers the names: one was edited
+            problems.append("feature names that are not those its features hash stands for")
         if problems:
             raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {RETRAIN}")
         stale_kernel_warning(meta, path)
         return cls(blob["ranker"], meta)
+
+
+def check_required_meta(meta, path) -> None:
+    """Refuse a model whose metadata lacks what inference reads (`REQUIRED_META`, the device's name and the fields
+    feasibility takes), on load rather than with a KeyError at the first prediction."""
+    from autoheur.device import DeviceSpec
+
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} carries no metadata record: not a model `autoheur train` saved; {RETRAIN}")
+    missing = [k for k in REQUIRED_META if k not in meta]
+    device = meta.get("device")
+    if "device" not in missing:
+        if not isinstance(device, dict):
+            missing.append("device (not a record)")
+        else:
+            missing += [f"device.{k}" for k in ("name", *DeviceSpec.__dataclass_fields__) if k not in device]
+    if missing:
+        raise ValueError(f"{path}'s metadata lacks {missing} (edited, or saved by another tool); {RETRAIN}")
 
 
 def stale_kernel_warning(meta: dict, path) -> None:
@@ -233,7 +268,10 @@ def build_meta(
     fixed: list[str],
     family: str = "triton",
     kernel_hash: str = "",
+    space_hash: str | None = None,
 ):
+    """The model's metadata. `space_hash`: the training data's config-space hash (train checks it is the installed
+    one); None: the installed space of `family`."""
     return {
         "family": family,
         "kernel_hash": kernel_hash,  # the kernel source the training timings were taken on
@@ -245,7 +283,7 @@ def build_meta(
         "objective_selection": {k: list(v) for k, v in getattr(ranker, "selection_", {}).items()},
         "feature_names": list(FEATURE_NAMES),
         "features_hash": features_hash(),
-        "space_hash": expected_space_hash(family),
+        "space_hash": expected_space_hash(family) if space_hash is None else space_hash,
         "device": train.device,
         "dataset": dataset,
         "train_data_hash": train.data_hash(),
@@ -264,14 +302,25 @@ def shipped_models(directory: Path = MODELS_DIR, family: str = "triton") -> list
     return [path for path, _ in _shipped(directory, family)]
 
 
-def _shipped(directory: Path, family: str) -> list[tuple[Path, dict]]:
-    """(model file, its side-car metadata) of every model of `family` in `directory`, each read once."""
+def _shipped(directory: Path, family: str, unreadable: list[str] | None = None) -> list[tuple[Path, dict]]:
+    """(model file, its side-car metadata) of every model of `family` in `directory`, each read once. A side-car
+    that does not read as a JSON record is left out with a warning (and named in `unreadable`, when given): one
+    damaged file must not stop the lookup of the other models."""
     if not directory.exists():
         return []
     out = []
     for path in sorted(directory.glob("*.joblib")):
         side = path.with_suffix(".json")
-        meta = json.loads(side.read_text()) if side.exists() else {}
+        try:
+            meta = json.loads(side.read_text()) if side.exists() else {}
+            if not isinstance(meta, dict):
+                raise ValueError(f"a JSON {type(meta).__name__}, not a record")
+        except (OSError, ValueError) as exc:
+            what = f"{side} is unreadable ({type(exc).__name__}: {exc}), so {path.name} is left out; {RESTORE}"
+            warnings.warn(what, stacklevel=3)
+            if unreadable is not None:
+                unreadable.append(str(side))
+            continue
         if meta.get("family", "triton") == family:
             out.append((path, meta))
     return out
@@ -280,15 +329,41 @@ def _shipped(directory: Path, family: str) -> list[tuple[Path, dict]]:
 def model_for_device(
     device_name: str, directory: Path = MODELS_DIR, family: str = "triton"
 ) -> tuple[TrainedModel | None, str]:
-    """(the shipped model of `family` trained on `device_name`, or None and a message naming the fallback)."""
-    models = _shipped(directory, family)
-    for path, meta in models:
-        if meta.get("device", {}).get("name") == device_name:
-            return TrainedModel.load(path), f"model {path.name} (trained on {device_name})"
+    """(the shipped model of `family` trained on `device_name`, or None and a message naming the fallback). The
+    model file must be the one its side-car describes: a model copied over another's file is refused, not used as
+    the side-car's device's."""
+    unreadable: list[str] = []
+    models = _shipped(directory, family, unreadable)
+    for path, side in models:
+        device = side.get("device")
+        if isinstance(device, dict) and device.get("name") == device_name:
+            model = TrainedModel.load(path)
+            check_side_car(model.meta, side, path, device_name, family)
+            return model, f"model {path.name} (trained on {device_name})"
+    bad = f"; unreadable side-cars left out: {', '.join(unreadable)} ({RESTORE})" if unreadable else ""
     return None, (
-        f"no shipped model for {device_name!r} (have: {', '.join(p.stem for p, _ in models) or 'none'}); "
+        f"no shipped model for {device_name!r} (have: {', '.join(p.stem for p, _ in models) or 'none'}{bad}); "
         "using the best fixed list of 10"
     )
+
+
+def check_side_car(meta: dict, side: dict, path: Path, device_name: str, family: str) -> None:
+    """Refuse a model file whose own metadata is not its side-car's (`IDENTITY_META`) or not of the device and
+    family asked for: lookups go by the side-car, and an H100 model saved over the H200 one would otherwise rank
+    as the H200's."""
+    json_meta = json.loads(json.dumps(meta, default=str))  # as save() wrote the side-car
+    name = (meta.get("device") or {}).get("name")
+    diff = [] if name == device_name else [f"the model file's device is {name!r}, the side-car's {device_name!r}"]
+    diff += [
+        f"its {k} differs" for k in IDENTITY_META if json_meta.get(k) != side.get(k) and not (k == "device" and diff)
+    ]
+    if meta.get("family", "triton") != family:
+        diff.append(f"the model file's family is {meta.get('family', 'triton')!r}, not {family!r}")
+    if diff:
+        raise ValueError(
+            f"{path} is not the model its side-car {path.with_suffix('.json').name} describes ({'; '.join(diff)}): "
+            f"one of the two files was replaced; {RESTORE}"
+        )
 
 
 def fallback_list(directory: Path = MODELS_DIR) -> list[str]:

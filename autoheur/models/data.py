@@ -364,12 +364,31 @@ def check_kernel(meta, path: str | Path) -> None:
         )
 
 
+def check_space(meta, path: str | Path) -> None:
+    """Refuse a dataset collected over another config space than the installed code's for its kernel family.
+
+    A config id names a kernel only within one space; a model trained on another space's timings ranks ids that may
+    mean other kernels or none, yet was stamped with the installed hash and so loaded as if it matched. Not waived by
+    --allow-stale-kernel: an edited kernel still runs the same configs, another space does not."""
+    from autoheur.models.artifact import expected_space_hash
+
+    installed = expected_space_hash(meta.family)
+    if meta.space_hash != installed:
+        raise ValueError(
+            f"{path} was collected over config space {meta.space_hash} (kernel family {meta.family!r}), but this "
+            f"autoheur's space for that family hashes to {installed}: its config ids may name other kernels. "
+            f"Re-collect it with this version (autoheur collect --out {path} --new-dataset), or install the autoheur "
+            "version that collected it"
+        )
+
+
 def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd.DataFrame, dict, str]:
-    """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset timed on
-    another version of the kernel is refused unless `allow_stale_kernel`."""
+    """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset of another
+    config space is refused, and one timed on another version of the kernel unless `allow_stale_kernel`."""
     from autoheur.collect.store import DatasetStore
 
     store = DatasetStore.load(Path(path))
+    check_space(store.meta, path)
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     return offered_rows(store.read(COLUMNS), store.meta.family), dict(store.meta.device), store.meta.space_hash
@@ -397,6 +416,7 @@ def load_ranking_set(
     from autoheur.collect.store import DatasetStore
 
     store = DatasetStore.load(Path(path))
+    check_space(store.meta, path)
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     device = dict(store.meta.device)
@@ -558,6 +578,7 @@ __all__ = [
     "RankingSet",
     "aux_scaled",
     "check_kernel",
+    "check_space",
     "check_thinned",
     "family",
     "load_auxiliary",

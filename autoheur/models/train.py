@@ -17,6 +17,7 @@ from autoheur.models.baselines import FixedList
 from autoheur.models.data import (
     AUX_ROWS,
     TrainingPool,
+    check_space,
     check_thinned,
     listed_problems_only,
     load_auxiliary,
@@ -76,6 +77,8 @@ def train(
     if aux_rows is not None and aux_rows < 4:
         raise ValueError(f"aux_rows={aux_rows!r}: expected at least 4 rows a problem, or None (0 in the CLI) for all")
     meta = DatasetStore.load(data).meta
+    for path, m in [(data, meta), *((p, DatasetStore.load(p).meta) for p in aux)]:
+        check_space(m, path)  # before any data loads (load_ranking_set checks it too)
     family = meta.family
     params = {**family_params(family).get(model, {}), **(params or {})}
     if aux_share is not None:
@@ -121,7 +124,10 @@ def train(
     log(f"fitted {model} on all {len(train_set.problems)} problems in {fit_s:.1f} s")
     if getattr(ranker, "fit_seconds_", None):  # where the fit's time went (XGBRankerModel)
         log("  " + ", ".join(f"{k} {v:.1f} s" for k, v in ranker.fit_seconds_.items()))
-    meta = build_meta(ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash)
+    meta = build_meta(
+        ranker, train_set, str(data), fit_s, heldout, fixed, family=family, kernel_hash=meta.kernel_hash,
+        space_hash=meta.space_hash,
+    )  # fmt: skip
     meta["auxiliary"] = [
         {**b, "share": getattr(ranker, "aux_share", None),
          "problems_file": None if aux_problems is None else str(aux_problems)}

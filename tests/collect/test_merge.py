@@ -29,14 +29,18 @@ def test_merge_dedupes_and_refuses(tmp_path):
     assert (tmp_path / "all" / "runs" / "20261122T000000-host-0.jsonl").read_text() == '{"problem_id": "x"}\n'
     assert merge([tmp_path / "s2"], tmp_path / "all")["run_logs_copied"] == 0
 
-    fill(tmp_path / "s3", PROBLEMS[:1], scale=2.0)  # the same problem measured again: a conflict
-    with pytest.raises(ValueError, match="different rows"):
+    s3 = fill(tmp_path / "s3", PROBLEMS[:1], scale=2.0)  # the same problem measured again: a conflict
+    pid = problem_id(PROBLEMS[0])
+    theirs, ours = s3.parts()[pid], DatasetStore.load(tmp_path / "all").parts()[pid]  # a part, and a pack
+    assert ours.name.startswith("part-pack-")
+    with pytest.raises(ValueError, match=rf"measured twice, with different rows: in {theirs} and in {ours}\. Keep one"):
         merge([tmp_path / "s3"], tmp_path / "all")
     fill(tmp_path / "h200", PROBLEMS[:1], meta=make_meta(spec=H200))
     with pytest.raises(ValueError, match="cannot merge.*device.name"):
         merge([tmp_path / "s1", tmp_path / "h200"], tmp_path / "other")
-    with pytest.raises(ValueError, match="device.name.*--new-dataset"):
+    with pytest.raises(ValueError, match="device.name.*merge into another directory \\(another --into") as refused:
         merge([tmp_path / "h200"], tmp_path / "all")
+    assert "--new-dataset" not in str(refused.value) and "--out" not in str(refused.value)  # collect's options
     with pytest.raises(ValueError, match="both a source and the destination"):
         merge([tmp_path / "s1"], tmp_path / "s1")
 
@@ -84,3 +88,19 @@ def test_merge_reads_a_packed_source(tmp_path):
     assert out["copied"] == 3 and len(DatasetStore.load(tmp_path / "m").read()) == 9
     assert [p.name[:10] for p in (tmp_path / "m").glob("part-*.parquet")] == ["part-pack-"]  # the copies packed
     assert info(tmp_path / "a")["problems"] == 3
+
+
+def test_merge_keeps_both_run_logs_of_one_name(tmp_path):
+    """Run logs are named by start second, host and rank: two calls can write logs of one name. Both are kept (the
+    second under a numbered name) and counted; a log dest already holds is not copied again."""
+    name = "20261122T000000-host-0.jsonl"
+    for src, line in (("s1", '{"problem_id": "a"}\n'), ("s2", '{"problem_id": "b"}\n')):
+        fill(tmp_path / src, PROBLEMS[:1])
+        (tmp_path / src / "runs").mkdir()
+        (tmp_path / src / "runs" / name).write_text(line)
+    out = merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "all")
+    assert (out["run_logs_copied"], out["run_logs_renamed"]) == (2, 1)
+    logs = {p.name: p.read_text() for p in (tmp_path / "all" / "runs").glob("*.jsonl")}
+    assert logs == {name: '{"problem_id": "a"}\n', "20261122T000000-host-0.1.jsonl": '{"problem_id": "b"}\n'}
+    again = merge([tmp_path / "s2", tmp_path / "s1"], tmp_path / "all")
+    assert (again["run_logs_copied"], again["run_logs_renamed"]) == (0, 0)

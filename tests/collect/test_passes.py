@@ -238,3 +238,20 @@ def test_pass_cli_defaults_are_the_passes(capsys, cmd, defaults):
     help_text = " ".join(capsys.readouterr().out.split())
     for default in defaults:
         assert f"(default {default})" in help_text
+
+
+def test_a_pass_worker_whose_parent_is_gone_starts_no_problem(tmp_path, monkeypatch):
+    """As the collection's workers (test_runner): a pass's worker of a run that has ended writes and reports
+    nothing (runner.parent_gone, checked before each problem)."""
+    from .test_store import DEAD_PID, PROBLEMS, fill, make_meta
+
+    fill(tmp_path / "ds", PROBLEMS[:1])
+    reports = []
+    args = (0, [(PROBLEMS[0], ())], str(tmp_path / "ds"), make_meta(), "refine", OPTS, OPTS, {}, True, {}, None, 2)
+    monkeypatch.setattr(runner, "_PARENT", DEAD_PID)
+    passes._pass_worker(*args, reports.append)
+    assert reports == [] and not DatasetStore.load(tmp_path / "ds").retimes("refine")
+    monkeypatch.setattr(runner, "_PARENT", None)  # not spawned: the problem's (empty) refine is written
+    passes._pass_worker(*args, reports.append)
+    assert [r["kind"] for r in reports] == ["done", "finished"]
+    assert set(DatasetStore.load(tmp_path / "ds").retimes("refine")) == {problem_id(PROBLEMS[0])}

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -143,6 +145,74 @@ def test_sigkill_mid_run_loses_nothing_finished_and_duplicates_nothing(tmp_path)
     assert store.done_problems() == {problem_id(p) for p in problems}
     df = store.read()  # validates every part: schema, metadata, no duplicate (problem, config)
     assert len(df) == len(problems) * len(IDS)
+
+
+def _tagged_workers(tag: str) -> list[int]:
+    """Live spawned workers (multiprocessing's `--multiprocessing-fork` processes) whose environment carries `tag`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and tag.encode() in (proc / "environ").read_bytes():
+                if b"--multiprocessing-fork" in (proc / "cmdline").read_bytes():
+                    pids.append(int(proc.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the workers through /proc")
+@pytest.mark.skipif(HAS_GPU and torch.cuda.device_count() < 2, reason="needs two GPUs, or none (the interpreter)")
+def test_workers_end_with_a_sigkilled_parent(tmp_path):
+    """`collect --gpus 2` killed with SIGKILL while its workers collect: they end with it, and no problem is written
+    after the kill settles (orphans went on writing, and a rerun then ran beside them)."""
+    root, tag = tmp_path / "ds", f"autoheur-test-{tmp_path.name}-{os.getpid()}"
+    problems = [Problem("2d3d", 2, (3 + i, 9), 0, 40, 24, "float16", name=f"p{i}") for i in range(40)]
+    script = tmp_path / "run.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        from autoheur.collect.runner import CollectOptions, collect
+        from autoheur.problem import Problem
+        if __name__ == "__main__":  # the spawned workers import this file too
+            opts = CollectOptions(reps=2, workers=1, config_ids={IDS!r})
+            collect({problems!r}, {str(root)!r}, opts, gpus=2, log=print)
+        """)
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "AUTOHEUR_TEST_TAG": tag}
+    with open(tmp_path / "log", "wb") as log:
+        parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=log)
+    try:
+        deadline = time.time() + 300
+        while not list(root.glob("part-*.parquet")) and parent.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        assert parent.poll() is None, (tmp_path / "log").read_text()[-2000:]
+        assert list(root.glob("part-*.parquet")), "no worker wrote a problem in time"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        time.sleep(3)  # the kill settles: a worker in the middle of a write ends it or not
+        written = sorted(p.name for p in root.glob("part-*.parquet"))
+        time.sleep(8)  # a worker goes on at ~1 problem a second here
+        assert sorted(p.name for p in root.glob("part-*.parquet")) == written
+        assert len(written) < len(problems)
+        assert _tagged_workers(tag) == []
+    finally:
+        for pid in _tagged_workers(tag):  # this test's own orphans, if the fix fails
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_whose_parent_is_gone_starts_no_problem(tmp_path, monkeypatch):
+    """The check before each problem (where the parent's death does not kill the worker: not Linux): a worker of
+    a run that has ended returns without measuring, writing or reporting."""
+    from .test_store import DEAD_PID, PROBLEMS, fill, make_meta
+
+    fill(tmp_path / "ds", PROBLEMS[:1])
+    reports = []
+    args = (0, PROBLEMS[:1], str(tmp_path / "ds"), make_meta(), OPTS, {}, None, reports.append)
+    runner._worker(*args)  # not spawned (or its parent alive): on to the problem, done already
+    assert [r["kind"] for r in reports] == ["skipped", "finished"]
+    reports.clear()
+    monkeypatch.setattr(runner, "_PARENT", DEAD_PID)
+    runner._worker(*args)
+    assert reports == []
 
 
 def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):

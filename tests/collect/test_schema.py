@@ -153,7 +153,16 @@ def _corrupt(kind: str) -> pa.Table:
         return t.replace_schema_metadata(None)
     if kind == "version":
         return with_metadata(t, dataclasses.replace(meta, schema_version=SCHEMA_VERSION + 1))
+    if kind in BAD_TIMES:  # an ok row (0) or a censored one (1) with a time no measurement gives: a garbled file
+        row, ms = BAD_TIMES[kind]
+        times = t.column("median_ms").to_pylist()
+        times[row] = ms
+        return t.set_column(t.schema.get_field_index("median_ms"), "median_ms", pa.array(times, pa.float64()))
     raise AssertionError(kind)
+
+
+BAD_TIMES = {"negative time": (0, -1.1e260), "zero time": (0, 0.0), "NaN time": (0, math.nan),
+             "infinite time": (1, math.inf), "null time": (1, None)}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -172,6 +181,15 @@ def _corrupt(kind: str) -> pa.Table:
 def test_validate_table_rejects_corruption(kind, message):
     with pytest.raises(ValueError, match=message):
         validate_table(_corrupt(kind))
+
+
+@pytest.mark.parametrize("kind", list(BAD_TIMES))
+def test_validate_table_rejects_a_timed_row_without_a_positive_finite_time(kind):
+    """Garbled bytes in a file without page checksums can decode as a time of -1e260, which read as the oracle; an
+    untimed row's NaN (the other two rows here) is no such time."""
+    with pytest.raises(ValueError, match=r"1 timed rows .* not a positive finite time .*corrupt; restore it from git"):
+        validate_table(_corrupt(kind))
+    assert validate_table(_corrupt("no metadata"), require_metadata=False) is None  # the rows as made: NaN untimed
 
 
 def test_validate_table_without_metadata_when_allowed():

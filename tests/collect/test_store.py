@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 import autoheur.collect.store as store_mod
 from autoheur.collect.info import format_info, info
-from autoheur.collect.schema import COLUMNS, Metadata, device_fingerprint, problem_id, rows_for
+from autoheur.collect.schema import COLUMNS, Metadata, device_fingerprint, problem_from_row, problem_id, rows_for
 from autoheur.collect.store import MANIFEST, DatasetStore
 from autoheur.collect.timing import Timing
 from autoheur.device import H100_SXM, H200
@@ -328,7 +329,7 @@ def test_pack_moves_the_problems_files_into_one_and_reads_the_same(tmp_path):
     store.write_retime(PROBLEMS[1], rows_for(PROBLEMS[1], []), newer)  # done, with no rows
     store.write_retime(PROBLEMS[2], retimed_table(PROBLEMS[2]), make_meta(timing_version=4))  # another run's metadata
     before = store.read()
-    assert store.pack() == 3 and store.pack() == 0
+    assert store.pack()["moved"] == 3 and store.pack()["moved"] == 0
     files = sorted(p.name for p in tmp_path.joinpath("d").iterdir() if p.name.startswith("retime-"))
     assert len(files) == 2 and all(f.startswith("retime-pack-") for f in files)  # one pack per metadata
     assert set(store.retimes()) == {problem_id(p) for p in PROBLEMS}
@@ -343,7 +344,8 @@ def test_pack_moves_the_problems_files_into_one_and_reads_the_same(tmp_path):
     leftover = store.read_retime(pid)
     pq.write_table(leftover, store.retime_path(pid))
     assert store.retimes()[pid].name.startswith("retime-pack-") and store.read().equals(before)
-    assert store.pack() == 0 and not store.retime_path(pid).exists()
+    assert store.pack() == {"moved": 0, "leftovers_removed": 1, "temps_removed": 0}  # what it did, said
+    assert not store.retime_path(pid).exists()
     other = leftover.set_column(COLUMNS.index("median_ms"), "median_ms", [[0.5]])  # not the pack's rows
     pq.write_table(other, store.retime_path(pid))
     with pytest.raises(ValueError, match="differs from its rows"):
@@ -376,7 +378,7 @@ def test_pack_parts_reads_the_same_and_keeps_the_dataset_whole(tmp_path):
     store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))
     before = store.read()
     parts_before = {pid: store.read_part(pid) for pid in store.parts()}
-    assert store.pack_parts() == 3 and store.pack_parts() == 0
+    assert store.pack_parts()["moved"] == 3 and store.pack_parts()["moved"] == 0
     names = sorted(p.name for p in (tmp_path / "d").iterdir() if p.name.startswith("part-"))
     assert len(names) == 2 and all(n.startswith("part-pack-") for n in names)  # one pack per run metadata
     again = DatasetStore.load(tmp_path / "d")
@@ -387,7 +389,7 @@ def test_pack_parts_reads_the_same_and_keeps_the_dataset_whole(tmp_path):
     with pytest.raises(FileExistsError, match="already collected"):  # packed is done: never a duplicate
         again.write_problem(PROBLEMS[1], table_for(PROBLEMS[1]))
     again.write_problem(EXTRA, table_for(EXTRA))  # collection goes on in parts of their own
-    assert len(again.read()) == 12 and again.pack_parts() == 1
+    assert len(again.read()) == 12 and again.pack_parts()["moved"] == 1
     assert len(DatasetStore.load(tmp_path / "d").read()) == 12
 
 
@@ -398,7 +400,8 @@ def test_a_part_pack_cut_short_is_finished_and_a_lying_one_refused(tmp_path):
     leftover = store.read_part(pid)
     pq.write_table(leftover, store.part_path(pid))  # killed after writing the pack, before removing the part
     assert store.parts()[pid].name.startswith("part-pack-") and len(store.read()) == 9
-    assert store.pack_parts() == 0 and not store.part_path(pid).exists()
+    assert store.pack_parts() == {"moved": 0, "leftovers_removed": 1, "temps_removed": 0}
+    assert not store.part_path(pid).exists()
     other = leftover.set_column(COLUMNS.index("median_ms"), "median_ms", [[9.0, 9.0, None]])
     pq.write_table(other, store.part_path(pid))
     with pytest.raises(ValueError, match="differs from its rows"):
@@ -658,3 +661,130 @@ def test_to_pandas_each_is_to_pandas_of_each():
         if len(frame):
             assert len({id(s) for s in frame["sizes"]}) == 1
     assert _to_pandas_each([pa.concat_tables(tables)])[0].shape == (sum(t.num_rows for t in tables), len(COLUMNS))
+
+
+# -- damaged files ---------------------------------------------------------------------------------------------------
+
+RETEST = Path(__file__).resolve().parents[2] / "data" / "retest-nvidia-h200"
+RETEST_PACK = "part-pack-75ccce406e52eaf2.parquet"  # 12 problems, 26,184 rows, 243 KB
+
+
+def _garble(path: Path, at: int = 50_000, count: int = 400) -> None:
+    """XOR `count` bytes from `at` with 0x5A (the review's corruption: a page in the middle of the file, its footer
+    intact; in the shipped pack below, the page still decompresses)."""
+    data = bytearray(path.read_bytes())
+    data[at : at + count] = bytes(b ^ 0x5A for b in data[at : at + count])
+    path.write_bytes(bytes(data))
+
+
+def _shipped_pack_copy(root: Path) -> Path:
+    """A dataset of one shipped pack (written before page checksums), copied as is."""
+    root.mkdir()
+    for name in (MANIFEST, RETEST_PACK):
+        (root / name).write_bytes((RETEST / name).read_bytes())
+    return root / RETEST_PACK
+
+
+def test_a_garbled_pack_without_checksums_is_refused_by_its_times(tmp_path):
+    """A shipped pack with 400 bytes garbled mid-file decodes: its times read as -1e260 and the like, which reads
+    and `data info` took as data. Now refused, naming the file."""
+    pack = _shipped_pack_copy(tmp_path / "d")
+    assert len(DatasetStore.load(tmp_path / "d").read(["problem_id", "median_ms"])) == 26_184  # reads as shipped
+    _garble(pack)
+    want = rf"{RETEST_PACK}: \d+ timed rows .*not a positive finite time .*corrupt; restore it from git"
+    with pytest.raises(ValueError, match=want):
+        DatasetStore.load(tmp_path / "d").read()
+    with pytest.raises(ValueError, match=want):
+        info(tmp_path / "d")
+
+
+def test_new_files_carry_page_checksums_and_a_garbled_page_is_refused(tmp_path):
+    """The same rows written by the store (parts, then their pack) carry page checksums, which reads verify: the same
+    garbling is refused by the checksum, whatever column it hits. Files without checksums still read (above)."""
+    source = DatasetStore.load(RETEST)
+    store = DatasetStore.open(tmp_path / "d", source.meta)
+    tables = [source.read_part(pid, RETEST / RETEST_PACK) for pid in source._pack_done(RETEST / RETEST_PACK)]
+    for rows in tables:
+        store.write_problem(problem_from_row(rows.slice(0, 1).to_pylist()[0]), rows.replace_schema_metadata(None))
+    assert store.pack_parts()["moved"] == 12
+    (pack,) = (tmp_path / "d").glob("part-pack-*.parquet")
+    order = [("problem_id", "ascending"), ("config_id", "ascending")]
+    shipped = pa.concat_tables([t.replace_schema_metadata(None) for t in tables]).sort_by(order)
+    assert DatasetStore.load(tmp_path / "d").read_table().sort_by(order).equals(shipped)
+    _garble(pack)
+    with pytest.raises(ValueError, match=rf"{pack.name} is corrupt \(.*CRC checksum.*\); restore it from git"):
+        DatasetStore.load(tmp_path / "d").read()
+
+
+def test_a_truncated_file_is_refused_naming_it_and_what_to_do(tmp_path):
+    """pyarrow's "Parquet magic bytes not found" names no file: a part, a pack and a pass's pack cut short are each
+    refused with their path and how to get them back."""
+    store = fill(tmp_path / "d", PROBLEMS[:2])
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3), kind="refine")
+    store.pack("refine")
+    part = store.part_path(problem_id(PROBLEMS[1]))
+    (refine,) = (tmp_path / "d").glob("refine-pack-*.parquet")
+    for cut, then in (
+        (refine, "run `autoheur data refine` on the dataset again"),
+        (part, "collect its problems again"),
+    ):
+        whole = cut.read_bytes()
+        cut.write_bytes(whole[: len(whole) // 2])
+        with pytest.raises(ValueError, match=rf"{cut} is corrupt \(.*magic bytes.*\); restore it from git .*{then}"):
+            DatasetStore.load(tmp_path / "d").read()
+        cut.write_bytes(whole)
+    store.pack_parts()
+    (pack,) = (tmp_path / "d").glob("part-pack-*.parquet")
+    pack.write_bytes(pack.read_bytes()[:100])
+    with pytest.raises(ValueError, match=rf"{pack} is corrupt .*collect its problems again"):
+        DatasetStore.load(tmp_path / "d").done_problems()
+
+
+@pytest.mark.parametrize(
+    "text", ['{"metadata": {"device": {"na', "[]", '{"metadata": [1]}', '{"meta": {}}', '{"metadata": {"device": 5}}']
+)
+def test_a_garbled_manifest_is_refused_naming_it(tmp_path, text):
+    fill(tmp_path / "d", PROBLEMS[:1])
+    (tmp_path / "d" / MANIFEST).write_text(text)
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'd' / MANIFEST}.* restore it from git"):
+        DatasetStore.load(tmp_path / "d")
+
+
+def test_a_problem_in_two_packs_is_refused_naming_both(tmp_path):
+    """A pack copied in beside another that lists the same problems (from another collection, with other rows) was
+    read as whichever name sorted last; now refused, as is the same for a pass's packs."""
+    store = fill(tmp_path / "d")
+    store.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3), kind="refine")
+    store.pack_parts()
+    store.pack("refine")
+    for prefix in ("part", "refine"):
+        (pack,) = (tmp_path / "d").glob(f"{prefix}-pack-*.parquet")
+        table = pq.read_table(pack)
+        i = table.schema.get_field_index("median_ms")
+        other = table.set_column(i, table.schema.field(i), pc.multiply(table.column(i), 2.0))
+        copy = tmp_path / "d" / f"{prefix}-pack-{'f' * 16}.parquet"
+        pq.write_table(other, copy)
+        want = rf"problem [0-9a-f]{{16}} is in two packs of .*: {pack.name} and {copy.name}\. .*keep the pack"
+        with pytest.raises(ValueError, match=want):
+            DatasetStore.load(tmp_path / "d").read()
+        copy.unlink()
+    assert len(DatasetStore.load(tmp_path / "d").read()) == 9
+
+
+def test_pack_removes_dead_runs_temps_and_says_what_it_did(tmp_path, capsys):
+    """`autoheur data pack` after a killed run: its temp files go (a live writer's stay), and the summary says what
+    was removed, not only what was packed (it said `packed: 0` after removing a cut-short pack's leftovers)."""
+    from autoheur.cli import main
+
+    store = fill(tmp_path / "d")
+    stale = tmp_path / "d" / f".tmp-{DEAD_PID}-deadbeef.parquet"
+    live = tmp_path / "d" / f".tmp-{os.getpid()}-cafef00d.parquet"
+    for temp in (stale, live):
+        temp.write_bytes(b"PAR1 half a file")
+    assert DatasetStore.load(tmp_path / "d").pack_parts() == {"moved": 3, "leftovers_removed": 0, "temps_removed": 1}
+    assert not stale.exists() and live.exists()
+    pid = problem_id(PROBLEMS[0])
+    pq.write_table(store.read_part(pid), store.part_path(pid))  # a pack killed before it removed this part
+    assert main(["data", "pack", str(tmp_path / "d")]) == 0
+    packed = json.loads(capsys.readouterr().out)["packed"]["part"]
+    assert packed == {"moved": 0, "leftovers_removed": 1, "temps_removed": 0} and not store.part_path(pid).exists()

@@ -662,3 +662,84 @@ def test_eval_names_each_inductor_dataset_by_its_device_and_refuses_two_of_one_n
     capsys.readouterr()
     assert main(["eval", "--data", str(h100), "--data", str(twin), "--models", "fixed_list"]) == 2
     assert "both go by the short name 'inductor-h100'" in capsys.readouterr().err
+
+
+# -- model files and their side-cars -----------------------------------------------------------------------------------
+
+INDUCTOR = ("inductor-nvidia-h100-80gb-hbm3", "inductor-nvidia-h200")  # the small shipped models (0.5-1 MB)
+
+
+def _models_dir(tmp_path) -> Path:
+    """A copy of the two shipped Inductor models and their side-cars."""
+    where = tmp_path / "models"
+    where.mkdir()
+    for name in INDUCTOR:
+        for suffix in (".joblib", ".json"):
+            shutil.copy(artifact.MODELS_DIR / f"{name}{suffix}", where / f"{name}{suffix}")
+    return where
+
+
+def test_a_model_file_that_is_not_its_side_cars_is_refused(tmp_path):
+    """Lookups go by the side-car: the H100 model saved as the H200's file, beside the H200 side-car, loaded as the
+    H200's model. Now refused, naming both files."""
+    where = _models_dir(tmp_path)
+    shutil.copy(where / f"{INDUCTOR[0]}.joblib", where / f"{INDUCTOR[1]}.joblib")
+    found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", where, family="inductor")
+    assert found is not None and found.device["name"] == "NVIDIA H100 80GB HBM3"
+    want = rf"{INDUCTOR[1]}.joblib is not the model its side-car {INDUCTOR[1]}.json describes .*device is 'NVIDIA H100"
+    with pytest.raises(ValueError, match=rf"{want}.*git checkout -- models/"):
+        artifact.model_for_device("NVIDIA H200", where, family="inductor")
+
+
+def test_an_unreadable_side_car_is_named_and_the_other_models_still_found(tmp_path):
+    """A side-car cut short made every lookup fail with a bare JSONDecodeError; now it is left out with a warning
+    naming it, the other models are found, and the fallback message of its own device names it."""
+    where = _models_dir(tmp_path)
+    side = where / f"{INDUCTOR[1]}.json"
+    side.write_text(side.read_text()[:300])
+    with pytest.warns(UserWarning, match=rf"{side} is unreadable \(JSONDecodeError.*git checkout -- models/"):
+        found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", where, family="inductor")
+    assert found is not None and found.device["name"] == "NVIDIA H100 80GB HBM3"
+    with pytest.warns(UserWarning, match="is unreadable"):
+        found, how = artifact.model_for_device("NVIDIA H200", where, family="inductor")
+    assert found is None and f"unreadable side-cars left out: {side}" in how and "best fixed list" in how
+
+
+def test_save_replaces_the_side_car_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A save that dies writing the side-car (a kill, a full disk) left it half-written, which broke every lookup;
+    now the model file and its side-car stay the earlier pair, and no temp file is left."""
+    model = TrainedModel.load(artifact.MODELS_DIR / f"{INDUCTOR[1]}.joblib")
+    path = model.save(tmp_path / "m.joblib")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert set(before) == {"m.joblib", "m.json"}
+    real = Path.write_text
+
+    def dies_half_way(self, data, *args, **kwargs):
+        real(self, data[: len(data) // 2], *args, **kwargs)
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", dies_half_way)
+    model.meta = {**model.meta, "created_at": "later"}
+    with pytest.raises(OSError, match="No space left"):
+        model.save(path)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert TrainedModel.load(path).meta["created_at"] == json.loads(before["m.json"])["created_at"]
+
+
+@pytest.mark.parametrize(
+    "edit, want",
+    [
+        (lambda meta: meta.pop("device"), r"lacks \['device'\]"),
+        (lambda meta: meta["device"].pop("sm_count"), r"lacks \['device.sm_count'\]"),
+        (lambda meta: meta.pop("feature_names"), r"lacks \['feature_names'\]"),
+        (lambda meta: meta["feature_names"].reverse(), "feature names that are not those its features hash"),
+    ],
+)
+def test_a_model_whose_metadata_lacks_what_inference_reads_is_refused_on_load(tmp_path, edit, want):
+    """Such a model loaded, then failed with a KeyError at its first prediction."""
+    blob = joblib.load(artifact.MODELS_DIR / f"{INDUCTOR[1]}.joblib")
+    edit(blob["meta"])
+    joblib.dump(blob, tmp_path / "m.joblib")
+    with pytest.raises(ValueError, match=rf"m.joblib.*{want}.*autoheur train"):
+        TrainedModel.load(tmp_path / "m.joblib")

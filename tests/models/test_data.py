@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autoheur.collect.store import DatasetStore
 from autoheur.models.baselines import FixedList
 from autoheur.models.data import (
     CATEGORICAL,
@@ -229,3 +230,38 @@ def test_offered_rows_leaves_the_triton_familys_rows_alone():
     df = pd.DataFrame({"status": ["ok", "invalid", "compile_error"], "median_ms": [1.0, np.nan, np.nan]})
     assert offered_rows(df, "triton") is df
     assert offered_rows(df, "inductor")["status"].tolist() == ["ok", "compile_error"]
+
+
+def test_a_dataset_of_another_config_space_is_refused_and_a_model_carries_its_datas_space(tmp_path):
+    """A dataset whose manifest and files say another config space (its config ids may name other kernels) trained,
+    and its model was stamped with the installed hash: now refused by the loads and by `train` before any fit, as the
+    own dataset or an auxiliary one; a model carries its data's hash."""
+    from autoheur.collect.schema import kernel_source_hash
+    from autoheur.device import H200
+    from autoheur.models.train import train
+    from tests.collect.test_store import PROBLEMS, fill, make_meta
+
+    kernel = kernel_source_hash()
+    fill(tmp_path / "other", PROBLEMS, meta=make_meta(space_hash="0" * 16, kernel_hash=kernel))
+    fill(tmp_path / "other-h200", PROBLEMS, meta=make_meta(spec=H200, space_hash="0" * 16, kernel_hash=kernel))
+    fill(tmp_path / "ok", PROBLEMS, meta=make_meta(kernel_hash=kernel))
+    want = r"config space 0000000000000000 .*Re-collect it with this version .*or install the autoheur version"
+    for load in (load_ranking_set, load_dataset):
+        with pytest.raises(ValueError, match=want):
+            load(tmp_path / "other", allow_stale_kernel=True)  # not a stale kernel: not waived with one
+    quiet = lambda s: None
+    with pytest.raises(ValueError, match=want):
+        train(tmp_path / "other", "fixed_list", heldout_folds=0, log=quiet)
+    with pytest.raises(ValueError, match=rf"other-h200 was collected over {want}"):
+        train(tmp_path / "ok", "fixed_list", heldout_folds=0, log=quiet, aux=[tmp_path / "other-h200"], aux_rows=None)
+    model = train(tmp_path / "ok", "fixed_list", heldout_folds=0, log=quiet)
+    assert model.meta["space_hash"] == DatasetStore.load(tmp_path / "ok").meta.space_hash
+
+
+def test_a_garbled_pack_is_refused_before_its_times_train(tmp_path):
+    """The review's garbled pack (times of -1e260 in "ok" rows) loaded as ranking data; the store's read refuses it."""
+    from tests.collect.test_store import RETEST_PACK, _garble, _shipped_pack_copy
+
+    _garble(_shipped_pack_copy(tmp_path / "d"))
+    with pytest.raises(ValueError, match=rf"{RETEST_PACK}: \d+ timed rows .*not a positive finite time"):
+        load_ranking_set(tmp_path / "d")
