@@ -211,9 +211,15 @@ def validate(
         c_strides = (0, out_shape[1], 1)
     # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be
     # an operand's contiguous one.
+    # An operand broadcast along its rows or columns (a stride of 0, as `expand` makes) goes by pointers: a TMA
+    # descriptor's strides are meant to be positive, and whether the driver takes a 0 is not proven on a GPU.
+    broadcast = any(
+        st == 0 and size > 1 for t in (a, b) for st, size in zip(t.stride()[-2:], t.shape[-2:], strict=True)
+    )
     tma_aligned = (
         a_lead_aligned
         and b_lead_aligned
+        and not broadcast
         and {
             Ragged.M: a_row_major,
             Ragged.N: not b_row_major,

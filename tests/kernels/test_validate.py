@@ -463,6 +463,19 @@ def test_tma_aligned_by_layout(ragged, a_row_major, b_row_major, tma_aligned, de
     assert c.signature.tma_aligned == tma_aligned
 
 
+def test_a_broadcast_operand_goes_by_pointers(device):
+    """A weight or input expanded along its rows or columns (stride 0) is valid but not TMA-aligned: descriptors are
+    meant for positive strides. A group stride of 0 (one weight shared by every group) keeps TMA."""
+    kw = operands(Ragged.M, device)
+    assert validate(kw["a"], kw["b"], kw["offs"]).tma_aligned
+    a = kw["a"][:1].expand(kw["a"].shape)  # every row the same: row stride 0
+    assert not validate(a, kw["b"], kw["offs"]).tma_aligned
+    b = kw["b"][:, :1].expand(kw["b"].shape)  # every row of each weight the same: row stride 0
+    assert not validate(kw["a"], b, kw["offs"]).tma_aligned
+    shared = kw["b"][:1].expand(kw["b"].shape)  # one weight for every group
+    assert validate(kw["a"], shared, kw["offs"]).tma_aligned
+
+
 @pytest.mark.parametrize(
     "ragged,out_shape,groups,m,n,k,total",
     [
