@@ -14,6 +14,21 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AUTOHEUR_CACHE_DIR") or Path.home() / ".cache" / "autoheur")
 
 
+FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
+
+
+def env_flag(name: str, default: bool) -> bool:
+    """An on/off knob (AUTOHEUR_CACHE, AUTOHEUR_CHECK_OFFSETS, AUTOHEUR_FOREST): unset is `default`; any other value
+    must be one of FLAGS' spellings, any case, so that a typo is refused rather than read as on."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    value = text.strip().lower()
+    if value not in FLAGS:
+        raise ValueError(f"{name}={text!r}: expected one of {tuple(FLAGS)}")
+    return FLAGS[value]
+
+
 def __getattr__(name: str):
     if name == "grouped_mm":
         from autoheur.inference.api import grouped_mm

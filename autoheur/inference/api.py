@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import torch
 
+from autoheur import env_flag
 from autoheur.inference.aten import ATEN, aten_grouped_mm
-from autoheur.inference.tuner import default_tuner, env_flag
+from autoheur.inference.tuner import default_tuner
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
 from autoheur.kernels.launcher import BoundLaunch

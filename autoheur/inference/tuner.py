@@ -37,6 +37,7 @@ import warnings
 
 import torch
 
+from autoheur import env_flag
 from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, choice_from_id
 from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
@@ -77,21 +78,6 @@ def _positive_int_env(name: str, default: int) -> int:
     if n < 1:
         raise ValueError(f"{name}={n}: expected a positive integer")
     return n
-
-
-FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
-
-
-def env_flag(name: str, default: bool) -> bool:
-    """An on/off knob (AUTOHEUR_CACHE, AUTOHEUR_CHECK_OFFSETS): unset is `default`; any other value must be one of
-    FLAGS' spellings, any case, so that a typo is refused rather than read as on."""
-    text = os.environ.get(name)
-    if text is None:
-        return default
-    value = text.strip().lower()
-    if value not in FLAGS:
-        raise ValueError(f"{name}={text!r}: expected one of {tuple(FLAGS)}")
-    return FLAGS[value]
 
 
 COMPILE_PLACES = ("threads", "processes")

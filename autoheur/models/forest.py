@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autoheur import cache_dir
+from autoheur import cache_dir, env_flag
 
 MAX_ROWS = 2048  # above it XGBoost's threaded predictor is as fast (its per-call setup a small share)
 
@@ -256,7 +256,8 @@ _state: dict = {}
 
 
 def enabled() -> bool:
-    return os.environ.get("AUTOHEUR_FOREST", "1").strip().lower() not in ("0", "false", "no", "off")
+    """AUTOHEUR_FOREST=0 scores through XGBoost alone; a value that is no on/off spelling is refused by name."""
+    return env_flag("AUTOHEUR_FOREST", True)
 
 
 def library_dir() -> Path:

@@ -8,6 +8,7 @@ import logging
 import pytest
 import torch
 
+import autoheur
 from autoheur.inference import tuner as tuner_mod
 from autoheur.inference.api import grouped_mm
 from autoheur.inference.key import tune_key
@@ -26,16 +27,16 @@ OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
 )  # fmt: skip
 def test_env_flag_spellings(monkeypatch, text, value):
     monkeypatch.setenv("AUTOHEUR_X", text)
-    assert tuner_mod.env_flag("AUTOHEUR_X", not value) is value
+    assert autoheur.env_flag("AUTOHEUR_X", not value) is value
 
 
 @pytest.mark.parametrize("text", ["2", "maybe", "", "disable"])
 def test_env_flag_refuses_anything_else_by_name(monkeypatch, text):
     monkeypatch.setenv("AUTOHEUR_X", text)
     with pytest.raises(ValueError, match=f"^AUTOHEUR_X={text!r}: expected one of"):
-        tuner_mod.env_flag("AUTOHEUR_X", True)
+        autoheur.env_flag("AUTOHEUR_X", True)
     monkeypatch.delenv("AUTOHEUR_X")
-    assert tuner_mod.env_flag("AUTOHEUR_X", True) is True
+    assert autoheur.env_flag("AUTOHEUR_X", True) is True
 
 
 def test_cache_off_spelled_false_keeps_nothing_on_disk(tmp_path, monkeypatch):

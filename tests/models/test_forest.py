@@ -210,3 +210,12 @@ def test_prepare_scoring_reads_every_booster_of_a_shipped_model(monkeypatch):
     if forest._library() is None:
         pytest.skip(f"forest: {status}")
     assert all(isinstance(forest._FORESTS.get(b), forest.Forest) for b in boosters)
+
+
+@pytest.mark.parametrize("text, on", [("0", False), ("off", False), ("No", False), ("1", True), ("TRUE", True)])
+def test_the_forest_knob_takes_on_off_spellings_and_refuses_the_rest(monkeypatch, text, on):
+    monkeypatch.setenv("AUTOHEUR_FOREST", text)
+    assert forest.enabled() is on
+    monkeypatch.setenv("AUTOHEUR_FOREST", "fast")  # read as on before: a typo must not pass for a choice
+    with pytest.raises(ValueError, match="AUTOHEUR_FOREST='fast': expected one of"):
+        forest.enabled()
