@@ -26,9 +26,10 @@ def interpreting() -> bool:
     Triton takes as on ("1", "true", "on", "yes", "y", any case, in triton 3.9) is on here too."""
     try:
         from triton import knobs
-    except ImportError:  # an older Triton, without `knobs`, took "1" alone
+
+        return bool(knobs.runtime.interpret)
+    except (ImportError, AttributeError):  # an older Triton, without this knob, took "1" alone
         return os.environ.get("TRITON_INTERPRET", "0") == "1"
-    return bool(knobs.runtime.interpret)
 
 
 @cache
