@@ -33,9 +33,22 @@ from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds
 
 # Kernels under ~0.1 ms are where timing noise between near-equal configs matters most (and where timing protocol v1
 # datasets timed launch overhead, data/README.md): report them apart.
+# A cross-device split fits on every problem of device A, and a problem of B with the same shape (the same id: ids
+# hash the problem, not the device) was then a training problem, on A's timings: "unseen" is B's problems A lacks, the
+# figure for a shape no GPU's data held. Within-device splits hold out every test problem: they have no such subset.
+SEEN = "fit_saw_problem"  # per-problem column of the cross-device splits: the fit trained on this problem's id
+
+
+def _unseen(pp: pd.DataFrame) -> pd.Series:
+    if SEEN not in pp or pp[SEEN].isna().any():
+        return pd.Series(False, index=pp.index)
+    return ~pp[SEEN].astype(bool)
+
+
 SUBSETS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda pp: pd.Series(True, index=pp.index),
     "oracle>=0.1ms": lambda pp: pp["oracle_ms"] >= 0.1,
+    "unseen": _unseen,
 }
 
 
@@ -194,8 +207,9 @@ def cross_validate(
             for b in names:
                 if a == b or not ("cross_device" in splits or f"{a}->{b}" in splits):
                     continue
-                # B's problems with B's fingerprint, ranked by a model fit on all of A
+                # B's problems with B's fingerprint, ranked by a model fit on all of A (SEEN: which of them A holds)
                 r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log, params)
+                r[SEEN] = r["problem_id"].isin(set(datasets[a].problems))
                 rows.append(r)
                 fits += f
     per_problem = pd.concat(rows, ignore_index=True)

@@ -245,3 +245,21 @@ def test_run_split_on_a_pool_is_run_split_on_the_copies(h100_slice):
     pd.testing.assert_frame_equal(pp, pd.concat(copied, ignore_index=True), check_exact=True)
     with pytest.raises(ValueError, match="not both"):
         run_split("s", folds, own, own, ["xgb_ranker"], aux=[aux], pool=TrainingPool.build(own, [aux]))
+
+
+def test_cross_device_figures_say_which_problems_the_fit_trained_on(h100_slice):
+    """Ids hash the problem, not the device: A's fit has trained on B's problems that A holds too. The cross-device
+    rows say which, and the summary's "unseen" subset is B's problems A lacks; within-device splits have no such
+    subset (every test problem is held out there)."""
+    from autoheur.models.evaluate import SEEN, cross_validate
+
+    pids = h100_slice.problems
+    other = _other_device(h100_slice)
+    sets = {"h100": h100_slice.subset(pids[:20]), "h200": other.subset(pids[10:])}
+    pp, summary, _ = cross_validate(sets, ["fixed_list"], ("h100->h200", "h200:group_kfold"), log=lambda s: None)
+    cross = pp[pp["split"] == "h100->h200"]
+    assert set(cross.loc[cross[SEEN], "problem_id"]) == set(pids[10:20])
+    assert set(cross.loc[~cross[SEEN].astype(bool), "problem_id"]) == set(pids[20:])
+    got = summary.set_index(["split", "subset"])["n_problems"]
+    assert got["h100->h200", "all"] == len(pids) - 10 and got["h100->h200", "unseen"] == len(pids) - 20
+    assert ("h200:group_kfold", "unseen") not in got.index
