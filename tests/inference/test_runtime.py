@@ -56,13 +56,21 @@ def test_cache_hit_miss_and_persistence(tmp_path):
         c.put("bad", {"config": "not-a-config"})
 
 
-@pytest.mark.parametrize("what", ["torch", "space", "key"])
+@pytest.mark.parametrize("what", ["torch", "torch build", "triton", "kernel", "space", "key"])
 def test_cache_is_invalidated_by_a_version_or_space_change(tmp_path, monkeypatch, what):
+    from autoheur.collect import schema
+
     TuneCache("GPU X", tmp_path).put("k", {"config": "m64n128k64s3w4g8-ptr"})
+    versions = schema.toolchain_versions()
     if what == "space":
         monkeypatch.setattr(cache_mod, "SPACE_HASH", "another-space")
     elif what == "key":  # what the key's fields mean changed
         monkeypatch.setattr(cache_mod, "KEY_VERSION", 99)
+    elif what == "kernel":  # the kernel's source changed: its configs may run differently
+        monkeypatch.setattr(schema, "kernel_source_hash", lambda path=None: "another-kernel")
+    elif what in ("triton", "torch build"):  # a version the file name does not show (torch's local build tag)
+        field = "triton" if what == "triton" else "torch"
+        monkeypatch.setattr(schema, "toolchain_versions", lambda: {**versions, field: "9.9.9+other"})
     else:
         monkeypatch.setattr(torch, "__version__", "9.9.9")
     assert TuneCache("GPU X", tmp_path).get("k") is None

@@ -102,6 +102,27 @@ def test_auxiliary_rows_of_test_problems_and_held_out_families_never_train(h100_
         assert not pp["problem_id"].str.startswith(AUX_PREFIX).any()  # scored on the test device's problems only
 
 
+def test_leave_one_family_out_keeps_the_families_other_problems_out_of_the_auxiliary_data(h100_slice, monkeypatch):
+    """The auxiliary device holds problems of the held-out family that the own data lacks: leaving out the test
+    problems' ids alone would borrow those; the family's name keeps them out."""
+    from autoheur.models import evaluate as ev
+    from autoheur.models.data import AUX_PREFIX
+
+    monkeypatch.setitem(ev.RANKERS, "recorder", _Recorder)
+    fam = h100_slice.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
+    extra = {f: ids[-1] for f, ids in fam.groupby(fam).groups.items() if f != "sampled" and len(ids) > 1}
+    assert extra  # each public family keeps problems of its own, and lends one more through the other device
+    own = h100_slice.subset([p for p in h100_slice.problems if p not in set(extra.values())])
+    folds = list(leave_one_family_out(own))
+    _Recorder.seen = []
+    run_split("s", folds, own, own, ["recorder"], log=lambda s: None, aux=[_other_device(h100_slice)],
+              aux_leave_out_families=True)  # fmt: skip
+    for (family, _, _), train in zip(folds, _Recorder.seen, strict=True):
+        borrowed = {p.split(":", 2)[2] for p in train.problems if p.startswith(AUX_PREFIX)}
+        assert extra[family] not in borrowed and not set(fam[sorted(borrowed)]) & {family}
+        assert set(extra.values()) - {extra[family]} <= borrowed  # the other families' extra problems are borrowed
+
+
 def test_with_auxiliary_keeps_features_aligned_and_refuses_the_same_device(h100_slice):
     import pytest
 
