@@ -28,8 +28,29 @@ OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
 
 
 def test_bucket_is_exact_when_small_then_powers_of_two():
-    assert [bucket(x) for x in (0, 1, 2.5, 16)] == [0, 1, 3, 16]
+    assert [bucket(x) for x in (0, 1, 2.5, 9, 12, 16)] == [0, 1, 3, 9, 12, 16]  # exact all the way to 16
     assert [bucket(x) for x in (17, 32, 33, 1000)] == [32, 32, 64, 1024]
+
+
+def test_key_tells_apart_what_decides_which_configs_can_run_and_how_fast():
+    """Two calls alike but for the output dtype, an operand's major or TMA alignment (a broadcast operand goes by
+    pointers) must not share a tuned config: each such field is part of the key."""
+    a, b, offs = torch.randn(32, 48), torch.randn(3, 48, 40), torch.tensor([8, 20, 32], dtype=torch.int32)
+    base = tune_key(validate(a, b, offs))
+    variants = {
+        "out_dtype": validate(a.half(), b.half(), offs, torch.float32),
+        "tma": validate(a[:1].expand(32, 48), b, offs),
+    }
+    half = tune_key(validate(a.half(), b.half(), offs))
+    assert tune_key(variants["out_dtype"]) != half and tune_key(variants["out_dtype"]).out_dtype == "float32"
+    assert tune_key(variants["tma"]) != base
+    # the majors, where they leave TMA alignment as it is (batched: no ragged dimension)
+    a3, b3 = torch.randn(3, 32, 48), torch.randn(3, 48, 40)
+    plain = tune_key(validate(a3, b3, None))
+    col_a, col_b = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (a3, b3))  # column-major copies
+    for what, key in (("a", tune_key(validate(col_a, b3, None))), ("b", tune_key(validate(a3, col_b, None)))):
+        assert key != plain and key.tma_aligned == plain.tma_aligned, what
+    assert not variants["tma"].tma_aligned and tune_key(variants["tma"]).tma_aligned is False
 
 
 def test_key_ignores_token_counts_within_a_bucket_but_not_shapes():
