@@ -42,6 +42,8 @@ def test_every_model_is_scored_on_the_same_problems(h100_slice):
     assert len(per_model["random"]) == len(h100_slice.problems)
     summary = summarize_splits(pp)
     assert set(summary["subset"]) <= set(SUBSETS)
+    slow = summary[(summary.model == "random") & (summary.subset == "oracle>=0.1ms")]["n_problems"]
+    assert slow.tolist() == [int((pp[pp.model == "random"]["oracle_ms"] >= 0.1).sum())]  # the subset is what it says
     row = summary[(summary.model == "random") & (summary.subset == "all")].iloc[0]
     assert row["n_problems"] == len(h100_slice.problems)
     assert 0 < row["eff_best10_geomean"] <= 1 and len(fits) == 6
@@ -185,6 +187,8 @@ def test_cross_validate_runs_only_the_named_splits(h100_slice):
             cross_validate(sets, ["random"], bad, log=lambda s: None)
     with pytest.raises(ValueError, match="quote a cross-device split"):  # what an unquoted `h100->h200` leaves
         cross_validate(sets, ["random"], ("h200:lomo", "h100-"), log=lambda s: None)
+    pp, _, _ = cross_validate(sets, ["random"], ("cross_device",), log=lambda s: None)
+    assert sorted(pp["split"].unique()) == ["h100->h200", "h200->h100"]  # both ways, never a device onto itself
     with pytest.raises(ValueError, match="needs two datasets"):  # not an empty result's concat error
         cross_validate({"h100": h100_slice}, ["random"], ("cross_device",), log=lambda s: None)
     pp, _, _ = cross_validate({"h100": h100_slice}, ["random"], ("lomo", "cross_device"), log=lambda s: None)
@@ -233,7 +237,7 @@ def test_a_pool_holds_the_own_rows_once_and_its_masks_are_the_folds_training_set
     assert np.shares_memory(own.X, pool.set.X) and pool.aux == (("NVIDIA H200", None),)
     fam = before.frame.drop_duplicates("problem_id").set_index("problem_id")["family"]
     ids, left_out = list(before.problems[2:]), list(before.problems[:2])
-    families = sorted(set(fam[left_out]) - {"sampled"})[:1]
+    families = [sorted(set(fam) - {"sampled"})[0]]  # a public family, so the last case leaves out more rows
     for kw in ({}, {"problems": ids}, {"problems": ids, "leave_out": left_out},
                {"problems": ids, "leave_out": left_out, "leave_out_families": families}):  # fmt: skip
         want = before.with_auxiliary([aux], **kw)
@@ -241,6 +245,8 @@ def test_a_pool_holds_the_own_rows_once_and_its_masks_are_the_folds_training_set
         got = pool.set if mask is None else rows_of(pool.set, np.flatnonzero(mask))
         pd.testing.assert_frame_equal(got.frame, want.frame, check_exact=True)
         np.testing.assert_array_equal(got.X, want.X)
+    by_family = pool.rows(problems=ids, leave_out=left_out, leave_out_families=families)
+    assert by_family.sum() < pool.rows(problems=ids, leave_out=left_out).sum()  # the family case is not the one before
     assert pool.rows() is None  # every row: no mask
     alone = TrainingPool.build(before)  # no auxiliary data: the set itself, a fold a mask of its rows
     assert alone.set is before and alone.rows() is None
