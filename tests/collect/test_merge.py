@@ -104,3 +104,21 @@ def test_merge_keeps_both_run_logs_of_one_name(tmp_path):
     assert logs == {name: '{"problem_id": "a"}\n', "20261122T000000-host-0.1.jsonl": '{"problem_id": "b"}\n'}
     again = merge([tmp_path / "s2", tmp_path / "s1"], tmp_path / "all")
     assert (again["run_logs_copied"], again["run_logs_renamed"]) == (0, 0)
+
+
+def test_a_pass_measured_twice_with_different_rows_is_refused(tmp_path):
+    """Two sources whose same problem had the same pass with other figures: two measurements of one thing, refused
+    naming both files, as for parts; identical ones are one measurement copied once."""
+    from autoheur.collect.schema import rows_for
+    from autoheur.collect.timing import Timing
+
+    from .test_store import CONFIGS, WHEN
+
+    for name, ms in (("a", 0.08), ("b", 0.09)):
+        fill(tmp_path / name, PROBLEMS[:1]).write_retime(
+            PROBLEMS[0], rows_for(PROBLEMS[0], [(CONFIGS[0], "ok", Timing(ms, 0.02, 5, False))], collected_at=WHEN),
+            make_meta(timing_version=3), kind="refine",
+        )  # fmt: skip
+    assert merge([tmp_path / "a"], tmp_path / "m")["refines_copied"] == 1
+    with pytest.raises(ValueError, match="had a refine pass twice, with different rows"):
+        merge([tmp_path / "b"], tmp_path / "m")

@@ -109,6 +109,7 @@ def test_grouped_mm_runs_with_an_unusable_cache_dir(tmp_path, monkeypatch):
 
 def test_the_triton_only_file_never_hands_back_aten(tmp_path):
     plain, with_aten = TuneCache("GPU X", tmp_path), TuneCache("GPU X", tmp_path, aten=True)
+    assert plain.path != with_aten.path  # the choices made with torch._grouped_mm among the candidates: a file apart
     plain.path.write_text(json.dumps({"k": {"config": "aten"}, "k2": {"config": CFG}}))
     assert plain.get("k") is None and plain.get("k2")["config"] == CFG  # a miss; the rest of the file stands
     with pytest.raises(ValueError, match="aten"):
