@@ -69,3 +69,29 @@ def test_twin_keys_are_config_ids_less_group_m_and_warp_specialization(h100_slic
     by_twin = pd.Series(keys).groupby([twin_id(c) for c in ids]).nunique()
     assert (by_key == 1).all() and (by_twin == 1).all()  # one twin key per stripped id and the reverse
     assert len(by_key) < len(np.unique(ids))  # the slice has twins
+
+
+def test_near_best_rows_keep_the_near_and_the_never_timed_at_each_pct():
+    """The cut's row mask straight from the keys: a config within pct of some training problem's oracle is kept
+    (the bound included), one the training data timed but never near is cut, one it never timed is kept; the mask
+    cached for one pct is not served for another."""
+    from autoheur.device import H100_SXM
+    from autoheur.features import problem_config_matrix
+    from autoheur.kernels.config import all_configs
+    from autoheur.models.near_best import _near_best_rows
+    from autoheur.problem import Problem
+
+    X = problem_config_matrix(Problem("2d3d", 4, (100, 0, 300, 28), 0, 512, 256), all_configs()[:6], H100_SXM)
+    keys = config_keys(X)
+
+    class Stub:  # what the cut reads of a fitted model
+        pass
+
+    m = Stub()
+    m.seen_keys_ = np.sort(keys[:5])  # the sixth config was never timed in training
+    order = np.argsort(keys[:4])
+    m.near_keys_ = keys[:4][order]  # the fifth was timed, never near
+    m.near_rel_ = np.array([1.0, 1.02, 1.05, 1.2], dtype=np.float32)[order]
+    assert _near_best_rows(m, X, 2).tolist() == [True, True, False, False, False, True]
+    assert _near_best_rows(m, X, 10).tolist() == [True, True, True, False, False, True]  # not the pct-2 mask
+    assert _near_best_rows(m, X, 2).tolist() == [True, True, False, False, False, True]  # from the cache, per pct
