@@ -119,10 +119,13 @@ class Problem:
         b_rows, b_cols = (K, N) if r in (Ragged.N, Ragged.K) else (K, self.n)
 
         def major(rows: int, cols: int, row_major: bool) -> tuple[bool, bool]:
-            if cols == 1 or (row_major and rows != 1):  # mirrors validate._major: a size-1 dim counts as contiguous
-                return True, (cols * e) % 16 == 0
+            # mirrors validate._major: a size-1 dim counts as contiguous; an operand of two real dims has its leading
+            # stride padded to 16 bytes (make_inputs), the only way such an operand is valid
+            padded = min(rows, cols) > 1
+            if cols == 1 or (row_major and rows != 1):
+                return True, padded or (cols * e) % 16 == 0
             if rows == 1 or not row_major:
-                return False, (rows * e) % 16 == 0
+                return False, padded or (rows * e) % 16 == 0
             return row_major, False  # pragma: no cover
 
         a_row, a_al = major(a_rows, a_cols, self.a_major == "k")
@@ -169,7 +172,8 @@ class Problem:
         def rand(shape, col_major):
             if col_major:
                 shape = (*shape[:-2], shape[-1], shape[-2])
-            t = torch.randn(shape, generator=gen, dtype=torch.float32, device=device).to(dt)
+            t = torch.randn(padded_to_16_bytes(shape, dt), generator=gen, dtype=torch.float32, device=device).to(dt)
+            t = t[..., : shape[-1]]
             return t.transpose(-1, -2) if col_major else t
 
         a = rand(a_shape, self.a_major == "m")
@@ -178,6 +182,18 @@ class Problem:
         if r != Ragged.NONE:
             offs = torch.tensor(self.sizes, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
         return a, b, offs
+
+
+def padded_to_16_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[int, ...]:
+    """`shape` with its last dim padded to a multiple of 16 bytes where the kernel needs it (validate._major): the
+    stored shape of an operand whose rows are not 16-byte multiples, e.g. float32 K=3 (a view of the first K columns
+    is then valid, as a caller's padded tensor or the backward's padded gradient is). Unchanged when already a
+    multiple, or when a dim of the last two is 1 (no real leading stride), so a valid dense problem draws as before."""
+    rows, cols = shape[-2], shape[-1]
+    quantum = 16 // torch.tensor([], dtype=dtype).element_size()
+    if min(rows, cols) <= 1 or cols % quantum == 0:
+        return tuple(shape)
+    return (*shape[:-1], -(-cols // quantum) * quantum)
 
 
 def split_rows(total: int, groups: int, gen: torch.Generator, low: float = 0.5, high: float = 1.5) -> tuple[int, ...]:

@@ -49,3 +49,42 @@ def test_launches_is_what_the_wrappers_do(problem, launches, monkeypatch):
                 call()
         else:
             assert call().numel() == 0
+
+
+UNALIGNED = [  # float32 dims of 3 (12-byte rows), each operand major: valid only with a padded leading stride
+    Problem(layout, 3, sizes, m, n, k, dtype="float32", a_major=am, b_major=bm)
+    for layout, sizes, m, n, k in [
+        ("2d3d", (5, 0, 11), 0, 24, 3),
+        ("2d3d", (5, 0, 11), 0, 3, 24),
+        ("3d2d", (5, 0, 11), 8, 0, 3),
+        ("2d2d", (5, 0, 11), 3, 24, 0),
+        ("2d2d", (5, 0, 11), 24, 3, 0),
+        ("3d3d", (), 8, 3, 3),
+    ]
+    for am in ("k", "m")
+    for bm in ("n", "k")
+]
+
+
+@pytest.mark.parametrize("problem", UNALIGNED, ids=lambda p: f"{p.layout}-{p.m}x{p.n}x{p.k}-a{p.a_major}-b{p.b_major}")
+def test_inputs_of_unaligned_dims_are_valid_and_match_the_signature(problem):
+    """A problem whose dense rows are not 16-byte multiples (a caller's padded operand, the backward's padded
+    gradient) draws padded operands: valid, with the signature `signature()` predicts. The tuner checks its candidates
+    on such inputs (`shrunk()`); dense ones failed every candidate on a GPU (stop 78)."""
+    from autoheur.kernels.validate import validate
+
+    for p in (problem, problem.shrunk()):
+        a, b, offs = p.make_inputs(DEVICE)
+        call = validate(a, b, offs)
+        assert call.signature == p.signature()
+        assert (call.groups, call.n, call.k) == (p.groups, p.n, p.k)
+
+
+def test_a_valid_dense_problem_draws_as_before():
+    """Padding applies only where the dense operand is invalid: an aligned problem's operands are contiguous (or their
+    transpose is) and hold the same values for the same seed as a plain draw."""
+    p = Problem("2d3d", 2, (5, 11), 0, 24, 16, dtype="float32", b_major="k")
+    a, b, _ = p.make_inputs("cpu", seed=3)
+    gen = torch.Generator().manual_seed(3)
+    assert torch.equal(a, torch.randn((16, 16), generator=gen))
+    assert torch.equal(b, torch.randn((2, 24, 16), generator=gen).transpose(-1, -2))

@@ -75,3 +75,19 @@ def test_check_offsets_spellings_at_import():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[:2] == ["False", "AUTOHEUR_CHECK_OFFSETS='maybe': expected one of "
                                     "('1', 'true', 'on', 'yes', '0', 'false', 'off', 'no')"]  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", ["2d3d", "2d2d"])
+def test_a_callers_padded_view_is_tuned_and_computed(layout):
+    """K = 3 float32 columns of a buffer padded to 4 (16-byte rows): valid, as torch takes it. On a GPU the tuner
+    checks its candidates on drawn inputs of the problem, which must be padded the same way, or every candidate fails
+    (stop 78); in the interpreter there is no such check, so this passes there either way."""
+    from autoheur.kernels.reference import reference_grouped_mm
+
+    torch.manual_seed(0)
+    if layout == "2d3d":
+        a, b = torch.randn(20, 4, device=DEVICE)[:, :3], torch.randn(3, 3, 24, device=DEVICE)
+    else:
+        a, b = torch.randn(3, 20, device=DEVICE), torch.randn(20, 4, device=DEVICE)[:, :3]
+    offs = torch.tensor([5, 8, 20], dtype=torch.int32, device=DEVICE)
+    torch.testing.assert_close(grouped_mm(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
