@@ -109,7 +109,8 @@ class Problem:
         return self.total / self.groups if self.sizes else float(self.m)
 
     def signature(self):
-        """The kernel `Signature` that `validate` gives this problem's inputs, without building them (inference)."""
+        """The kernel `Signature` that `validate` gives a valid call of this problem, without building it (inference):
+        its inputs, padded where the dense ones would be refused (`make_inputs(padded=True)`)."""
         from autoheur.kernels.config import Signature
 
         e = DTYPES[self.dtype].itemsize
@@ -119,8 +120,8 @@ class Problem:
         b_rows, b_cols = (K, N) if r in (Ragged.N, Ragged.K) else (K, self.n)
 
         def major(rows: int, cols: int, row_major: bool) -> tuple[bool, bool]:
-            # mirrors validate._major: a size-1 dim counts as contiguous; an operand of two real dims has its leading
-            # stride padded to 16 bytes (make_inputs), the only way such an operand is valid
+            # mirrors validate._major: a size-1 dim counts as contiguous; an operand of two real dims is taken as a
+            # valid call holds it, its leading stride 16-byte aligned (padded where the dense rows are not)
             padded = min(rows, cols) > 1
             if cols == 1 or (row_major and rows != 1):
                 return True, padded or (cols * e) % 16 == 0
@@ -157,9 +158,11 @@ class Problem:
         groups = len(sizes) if sizes else min(self.groups, 4)
         return replace(self, groups=groups, sizes=sizes, m=small(self.m), n=small(self.n), k=small(self.k))
 
-    def make_inputs(self, device: str | torch.device = "cuda", seed: int = 0):
+    def make_inputs(self, device: str | torch.device = "cuda", seed: int = 0, padded: bool = False):
         """Random operands (never zeros: zeros hide unwritten outputs) and int32 offsets, drawn on `device` (a GPU
-        draws gigabytes of weights in milliseconds; the same seed gives the same values on the same kind of device)."""
+        draws gigabytes of weights in milliseconds; the same seed gives the same values on the same kind of device).
+        Dense, so a shape whose rows are not 16-byte multiples gives operands the kernel refuses; with `padded` their
+        rows are padded to 16 bytes (`padded_to_16_bytes`), as a valid call of such a shape holds them."""
         device = torch.device(device)
         gen = torch.Generator(device=device).manual_seed(seed)
         dt = self.torch_dtype
@@ -172,8 +175,8 @@ class Problem:
         def rand(shape, col_major):
             if col_major:
                 shape = (*shape[:-2], shape[-1], shape[-2])
-            t = torch.randn(padded_to_16_bytes(shape, dt), generator=gen, dtype=torch.float32, device=device).to(dt)
-            t = t[..., : shape[-1]]
+            stored = padded_to_16_bytes(shape, dt) if padded else shape
+            t = torch.randn(stored, generator=gen, dtype=torch.float32, device=device).to(dt)[..., : shape[-1]]
             return t.transpose(-1, -2) if col_major else t
 
         a = rand(a_shape, self.a_major == "m")
@@ -182,6 +185,16 @@ class Problem:
         if r != Ragged.NONE:
             offs = torch.tensor(self.sizes, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
         return a, b, offs
+
+
+class PaddedProblem(Problem):
+    """A problem whose inputs are drawn `padded`: the problem of a validated run-time call (a caller's padded view, the
+    backward's padded gradient), which the tuner's parallel check must draw valid to check its candidates."""
+
+    __slots__ = ()
+
+    def make_inputs(self, device: str | torch.device = "cuda", seed: int = 0, padded: bool = True):
+        return Problem.make_inputs(self, device, seed, padded)
 
 
 def padded_to_16_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[int, ...]:

@@ -67,24 +67,52 @@ UNALIGNED = [  # float32 dims of 3 (12-byte rows), each operand major: valid onl
 
 
 @pytest.mark.parametrize("problem", UNALIGNED, ids=lambda p: f"{p.layout}-{p.m}x{p.n}x{p.k}-a{p.a_major}-b{p.b_major}")
-def test_inputs_of_unaligned_dims_are_valid_and_match_the_signature(problem):
-    """A problem whose dense rows are not 16-byte multiples (a caller's padded operand, the backward's padded
-    gradient) draws padded operands: valid, with the signature `signature()` predicts. The tuner checks its candidates
-    on such inputs (`shrunk()`); dense ones failed every candidate on a GPU (stop 78)."""
+def test_padded_inputs_of_unaligned_dims_are_valid_and_match_the_signature(problem):
+    """A shape whose dense rows are not 16-byte multiples: its dense operands are refused (as torch refuses them)
+    where such rows are an operand's leading stride; its padded ones (a caller's padded view, the backward's padded
+    gradient) are valid, with the signature that `signature()` predicts; a `PaddedProblem` draws them so, its
+    `shrunk()` too (the tuner's parallel check)."""
     from autoheur.kernels.validate import validate
+    from autoheur.problem import PaddedProblem
 
+    padded = PaddedProblem(*(getattr(problem, f) for f in ("layout", "groups", "sizes", "m", "n", "k", "dtype",
+                                                             "b_major", "a_major")))  # fmt: skip
     for p in (problem, problem.shrunk()):
-        a, b, offs = p.make_inputs(DEVICE)
-        call = validate(a, b, offs)
+        try:  # some are valid dense: a column-major operand's leading stride is its other dim
+            dense = validate(*p.make_inputs(DEVICE))
+        except ValueError as exc:
+            assert "leading stride must be a multiple of 16 bytes" in str(exc) or "group stride" in str(exc)
+        else:
+            assert dense.signature == p.signature()
+        call = validate(*p.make_inputs(DEVICE, padded=True))
         assert call.signature == p.signature()
         assert (call.groups, call.n, call.k) == (p.groups, p.n, p.k)
+    tiny = padded.shrunk()
+    assert type(tiny) is PaddedProblem and validate(*tiny.make_inputs(DEVICE)).signature == problem.signature()
 
 
-def test_a_valid_dense_problem_draws_as_before():
-    """Padding applies only where the dense operand is invalid: an aligned problem's operands are contiguous (or their
-    transpose is) and hold the same values for the same seed as a plain draw."""
+def test_padding_leaves_a_valid_dense_problem_as_it_was():
+    """Padding applies only where the dense operand is invalid: an aligned problem draws the same contiguous operands
+    (the same values for the same seed) either way."""
     p = Problem("2d3d", 2, (5, 11), 0, 24, 16, dtype="float32", b_major="k")
-    a, b, _ = p.make_inputs("cpu", seed=3)
     gen = torch.Generator().manual_seed(3)
-    assert torch.equal(a, torch.randn((16, 16), generator=gen))
-    assert torch.equal(b, torch.randn((2, 24, 16), generator=gen).transpose(-1, -2))
+    want = torch.randn((16, 16), generator=gen), torch.randn((2, 24, 16), generator=gen).transpose(-1, -2)
+    for padded in (False, True):
+        a, b, _ = p.make_inputs("cpu", seed=3, padded=padded)
+        assert torch.equal(a, want[0]) and torch.equal(b, want[1]) and a.is_contiguous()
+
+
+def test_the_tuners_parallel_check_passes_a_padded_calls_candidates():
+    """What failed on the GPU at stop 78, on the CPU: the check (`precompile`, threads) of a K = 3 float32 call's
+    candidate on the problem of the call (`problem_of(call, padded=True)`) passes; on the dense problem, refused."""
+    from autoheur.collect.precompile import precompile
+    from autoheur.inference.tuner import problem_of
+    from autoheur.kernels.config import feasible_configs
+    from autoheur.kernels.validate import validate
+
+    a, b = torch.randn(20, 4, device=DEVICE)[:, :3], torch.randn(3, 3, 24, device=DEVICE)
+    call = validate(a, b, torch.tensor([5, 8, 20], dtype=torch.int32, device=DEVICE))
+    cfg = next(c for c in feasible_configs(call.signature, call.device) if c.load == "ptr")
+    ok = precompile(problem_of(call, padded=True), [cfg], workers=1, threads=True, device=DEVICE)
+    dense = precompile(problem_of(call), [cfg], workers=1, threads=True, device=DEVICE)
+    assert [r.status for r in ok] == ["ok"] and [r.status for r in dense] == ["invalid"]

@@ -44,7 +44,7 @@ from autoheur.inference.key import TuneKey, tune_key
 from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
 from autoheur.kernels.launcher import BoundLaunch
 from autoheur.kernels.validate import GemmCall, interpreting
-from autoheur.problem import LAYOUTS, Problem
+from autoheur.problem import LAYOUTS, PaddedProblem, Problem
 
 log = logging.getLogger("autoheur")
 Choice = KernelConfig | AtenChoice  # what tuning picks: a Triton config, or torch._grouped_mm
@@ -114,13 +114,14 @@ def pool_idle_seconds() -> float:
     return idle
 
 
-def problem_of(call: GemmCall) -> Problem:
-    """The `Problem` of a validated call (reads the offsets back: done once per new tuning key)."""
+def problem_of(call: GemmCall, padded: bool = False) -> Problem:
+    """The `Problem` of a validated call (reads the offsets back: done once per new tuning key); `padded`: a
+    `PaddedProblem`, whose drawn inputs are valid as the call's are."""
     sizes: tuple[int, ...] = ()
     if call.offs is not None:
         ends = call.offs.tolist()
         sizes = tuple(e - s for s, e in zip([0, *ends[:-1]], ends, strict=True))
-    return Problem(
+    return (PaddedProblem if padded else Problem)(
         layout=LAYOUT_NAMES[call.ragged],
         groups=call.groups,
         sizes=sizes,
@@ -305,7 +306,10 @@ def compile_in_parallel(
     t0 = time.perf_counter()
     threads = where == "threads"
     pool = None if threads else pool
-    results = precompile(problem_of(call), configs, workers=workers, pool=pool, threads=threads, device=call.a.device)
+    # the call is valid: its problem's drawn inputs are padded where dense ones would not be (a padded view, a padded
+    # gradient), or every candidate would fail the check
+    problem = problem_of(call, padded=True)
+    results = precompile(problem, configs, workers=workers, pool=pool, threads=threads, device=call.a.device)
     passed = [c for c, r in zip(configs, results, strict=True) if r.status == "ok"]
     for c, r in zip(configs, results, strict=True):
         if r.status != "ok":
