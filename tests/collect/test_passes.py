@@ -92,6 +92,20 @@ def test_configs_to_refine_picks_the_near_best_ok_rows():
             passes.configs_to_refine(rows, **bad)
 
 
+def test_configs_to_refine_breaks_ties_at_the_cut_by_config_id():
+    """Equal times at the `top` cut: the smaller config ids, whatever the rows' order (a resumed or merged dataset
+    holds its rows in any order, and the refine must pick the same configs on every run)."""
+    from autoheur.collect.schema import rows_for
+    from autoheur.kernels.config import KernelConfig
+
+    ids = sorted([*IDS, "m32n32k32s2w2g1-ptr"])
+    for order in (ids, ids[::-1]):
+        results = [(KernelConfig.from_id(i), "ok", Timing(2.0, 0.01, 5, False)) for i in order]
+        rows = rows_for(TINY[0], results)
+        assert passes.configs_to_refine(rows, within=1.0, top=2) == tuple(ids[:2])
+        assert passes.configs_to_refine(rows, within=1.0, top=len(ids)) == tuple(ids)
+
+
 def test_refine_end_to_end_after_a_retime(tmp_path):
     """Refine reads the rows as retimed, times its picks in `reps` rounds each and overlays them; resumable."""
     root = tmp_path / "ds"

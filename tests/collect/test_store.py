@@ -740,6 +740,32 @@ def test_a_truncated_file_is_refused_naming_it_and_what_to_do(tmp_path):
         DatasetStore.load(tmp_path / "d").done_problems()
 
 
+def test_a_kill_while_the_manifest_is_written_leaves_a_fresh_start(tmp_path):
+    """A real process dies (os._exit) half-way through writing a new dataset's manifest: the directory holds no
+    manifest, only the dead run's temp file, and the next run starts the dataset afresh (a manifest written in place
+    would be left half-written: every later run refused as corrupt)."""
+    root = tmp_path / "d"
+    script = textwrap.dedent(f"""
+        import os
+        from pathlib import Path
+        from test_store import make_meta
+        from autoheur.collect.store import DatasetStore
+        def half_then_die(self, data):
+            with open(self, "wb") as f:
+                f.write(data[: len(data) // 2])
+            os._exit(3)
+        Path.write_bytes = half_then_die
+        DatasetStore.open({str(root)!r}, make_meta())
+    """)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert not (root / MANIFEST).exists() and [p.name[:5] for p in root.iterdir()] == [".tmp-"]
+    store = fill(root, PROBLEMS[:1])
+    assert store.done_problems() == {problem_id(PROBLEMS[0])}
+    assert DatasetStore.load(root).meta == make_meta()
+
+
 @pytest.mark.parametrize(
     "text", ['{"metadata": {"device": {"na', "[]", '{"metadata": [1]}', '{"meta": {}}', '{"metadata": {"device": 5}}']
 )

@@ -295,6 +295,15 @@ CASES = [
         ValueError,
         r"^b has group stride 964",
     ),
+    case(  # two groups: the smallest count whose group stride is read (one group's is not)
+        "a-group-stride-two-groups",
+        lambda d: dict(
+            a=torch.empty_strided((2, 8, 24), (8 * 24 + 4, 24, 1), dtype=F16, device=d),
+            b=torch.randn(2, 24, 16, device=d).half(),
+        ),
+        ValueError,
+        r"^a has group stride 196",
+    ),
     case(
         "a-ptr-col-slice",
         lambda d: _with(Ragged.M, d, a=torch.randn(32, 48, device=d).half()[:, 1:41]),

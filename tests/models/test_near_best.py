@@ -95,3 +95,23 @@ def test_near_best_rows_keep_the_near_and_the_never_timed_at_each_pct():
     assert _near_best_rows(m, X, 2).tolist() == [True, True, False, False, False, True]
     assert _near_best_rows(m, X, 10).tolist() == [True, True, True, False, False, True]  # not the pct-2 mask
     assert _near_best_rows(m, X, 2).tolist() == [True, True, False, False, False, True]  # from the cache, per pct
+
+
+def test_both_near_best_bounds_are_inclusive(h100_slice):
+    """A ratio exactly at a bound is near: NEAR_BEST_MAX (1.25) in the training rows, and 1 + pct / 100 in the cut
+    (1.25 at pct 25, exact in float32 and float64, unlike 1.02)."""
+    from autoheur.models.near_best import NEAR_BEST_MAX, _near_best_rows
+
+    rs = h100_slice.subset(h100_slice.problems[:2])
+    rs.frame["rel_time"] = np.where(rs.frame["status"] == "ok", 2.0, rs.frame["rel_time"])  # nothing near ...
+    rs.frame.loc[rs.frame.index[0], ["status", "rel_time"]] = ["ok", NEAR_BEST_MAX]  # ... but one at the bound
+    seen, keys, rel = near_best_configs(rs)
+    assert keys.tolist() == [config_keys(rs.X[:1])[0]] and rel.tolist() == [NEAR_BEST_MAX]
+
+    class Stub:
+        pass
+
+    m = Stub()
+    m.seen_keys_, m.near_keys_, m.near_rel_ = seen, keys, rel
+    X = rs.X[:1]
+    assert _near_best_rows(m, X, 25).tolist() == [True] and _near_best_rows(m, X, 24).tolist() == [False]
