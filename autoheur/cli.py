@@ -516,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="a dataset directory, e.g. data/nvidia-h100-80gb-hbm3")
     p.add_argument("--model", default="xgb_ranker", help="xgb_ranker (default), xgb_regressor, nearest, fixed_list ...")
     p.add_argument("--out", help="model file (default: models/<dataset dir name>.joblib)")
-    p.add_argument("--heldout-folds", type=int, default=5, help="GroupKFold folds for the held-out figures (0: none)")
+    p.add_argument("--heldout-folds", type=int, default=5, help="folds for the held-out figures (0: none)")
     p.add_argument("--heldout-problems", metavar="CSV",
                    help="also write each problem's held-out figures to this CSV (e.g. to name the problems behind "
                         "the min)")  # fmt: skip

@@ -1,6 +1,7 @@
 """`autoheur train`: fit the default ranker on a whole dataset and save it with its metadata and held-out figures.
 
-The held-out figures come from a GroupKFold over the dataset's problems in which every fold refits the same model
+The held-out figures come from a k-fold split over whole problems (a problem's fold a hash of its id,
+`evaluate.problem_folds`) in which every fold refits the same model
 from scratch (any inner selection included, on that fold's training problems only), so they are what the saved
 model's procedure achieves on problems it never saw. The saved model is then fitted on every problem.
 """
@@ -50,7 +51,7 @@ def train(
     rounds: tuple[int, float] | str | None = None,
     aux_problems: str | Path | None = None,
 ) -> TrainedModel:
-    """Held-out figures (GroupKFold, `heldout_folds` folds; 0: none), then the model fitted on every problem.
+    """Held-out figures (`group_kfold`, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
     (rankers.FAMILY_PARAMS) override first. `aux`: datasets of other devices (same kernel family and space) to
     train on as well (RankingSet.with_auxiliary); each held-out fold leaves out their rows of its test problems, and
