@@ -1,9 +1,11 @@
 """The development CV: where model designs are chosen, away from every reported figure.
 
-An inner GroupKFold over the training problems of one outer GroupKFold fold (the same outer folds as
-`autoheur eval`'s group_kfold). The outer fold's test problems are never read. Each variant is fit and scored on the
-same inner folds; the summary is the one `autoheur eval` prints (best-of-10 and top-1 geomean / P10 / min, oracle in
-the top 10), plus where the oracle ranked when it missed the top 10.
+An inner GroupKFold over the training problems of one outer fold (the same outer folds as `autoheur eval`'s
+group_kfold: since stop 78 a problem's fold is a hash of its id, so the outer fold's test problems stay out of every
+dev CV as the data grow). The outer fold's test problems are never read; the dev set's problems are added to
+`models/design-seen.txt` (`--no-record-seen`: not), so that `autoheur eval` can tell the problems no choice saw.
+Each variant is fit and scored on the same inner folds; the summary is the one `autoheur eval` prints (best-of-10
+and top-1 geomean / P10 / min, oracle in the top 10), plus where the oracle ranked when it missed the top 10.
 
     python benchmarks/dev_cv.py --data data/nvidia-h100-80gb-hbm3 --variants base,rerank
     python benchmarks/dev_cv.py --data data/nvidia-h200 --variants base,rerank --out /tmp/dev.json
@@ -47,6 +49,7 @@ from autoheur.models.data import (  # noqa: E402
     load_auxiliary,
     load_ranking_set,
 )
+from autoheur.models.design_seen import SEEN_FILE, record_seen  # noqa: E402
 from autoheur.models.evaluate import group_kfold  # noqa: E402
 from autoheur.models.metrics import evaluate, summarize  # noqa: E402
 from autoheur.models.rankers import ENSEMBLE_MEMBERS, XGBRankerModel, family_params, set_prediction  # noqa: E402
@@ -451,9 +454,11 @@ def main(argv=None) -> int:
     ap.add_argument("--data", required=True)
     ap.add_argument("--variants", default="base")
     ap.add_argument(
-        "--outer-fold", type=int, default=0, help="the outer GroupKFold fold whose training problems are used"
+        "--outer-fold", type=int, default=0, help="the outer fold (group_kfold) whose training problems are used"
     )
     ap.add_argument("--inner", type=int, default=5)
+    ap.add_argument("--no-record-seen", action="store_true",
+                    help="leave models/design-seen.txt as it is (a run no choice is made on)")  # fmt: skip
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--out", default=None, help="write the summaries here as JSON")
     ap.add_argument("--aux", action="append", help="another device's dataset to train on too (autoheur train --aux)")
@@ -492,6 +497,8 @@ def main(argv=None) -> int:
     dev = rs.subset(train_ids)
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
+    if not args.no_record_seen:  # a choice made on these figures has seen these problems (design_seen.py)
+        print(f"recorded as seen by design choices: {record_seen(pids)} new of them ({SEEN_FILE})")
     # the whole set goes before the auxiliary data loads: the H100 set, its dev subset and the H200 set being read
     # took the H100 dev CV with --aux data/nvidia-h200 past the 24 GB of the 2-core host
     del rs, folds

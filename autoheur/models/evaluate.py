@@ -28,6 +28,7 @@ from autoheur.models.data import (
     listed_problems_only,
     new_problems_only,
 )
+from autoheur.models.design_seen import read_seen
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds, parse_rounds
 
@@ -45,10 +46,19 @@ def _unseen(pp: pd.DataFrame) -> pd.Series:
     return ~pp[SEEN].astype(bool)
 
 
+def _design_unseen(pp: pd.DataFrame) -> pd.Series:
+    """The problems no design choice has seen (models/design-seen.txt; design_seen.py): none known without the list."""
+    seen = read_seen()
+    if seen is None:
+        return pd.Series(False, index=pp.index)
+    return ~pp["problem_id"].isin(seen)
+
+
 SUBSETS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda pp: pd.Series(True, index=pp.index),
     "oracle>=0.1ms": lambda pp: pp["oracle_ms"] >= 0.1,
     "unseen": _unseen,
+    "design_unseen": _design_unseen,
 }
 
 

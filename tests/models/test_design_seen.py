@@ -1,0 +1,53 @@
+"""`models/design-seen.txt`: the problems design choices have seen, and eval's subset of the others."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import autoheur.models.design_seen as ds
+from autoheur.models.evaluate import summarize_splits
+
+A, B, C = "00000000000000aa", "00000000000000bb", "00000000000000cc"
+
+
+def test_record_adds_each_id_once_sorted_and_reads_back(tmp_path):
+    path = tmp_path / "seen.txt"
+    assert ds.read_seen(path) is None  # no list: nothing known to be unseen
+    assert ds.record_seen([B, A, B], path) == 2
+    assert ds.record_seen([A, C], path) == 1
+    assert ds.record_seen([C], path) == 0
+    lines = path.read_text().splitlines()
+    assert [x for x in lines if not x.startswith("#")] == [A, B, C] and lines[0].startswith("#")
+    assert ds.read_seen(path) == {A, B, C}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_garbled_list_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "seen.txt"
+    path.write_text(f"# header\n{A}\nnot-an-id\n")
+    with pytest.raises(ValueError, match=r"seen\.txt:3: 'not-an-id' is not a problem id .* restore it from git"):
+        ds.read_seen(path)
+    with pytest.raises(ValueError, match="not problem ids"):
+        ds.record_seen(["xyz"], tmp_path / "other.txt")
+
+
+def test_eval_reports_the_problems_the_list_lacks_as_design_unseen(tmp_path, monkeypatch):
+    """Subset design_unseen is the problems not listed, on every split; with no list there is no such subset."""
+    pp = pd.DataFrame({
+        "split": ["s"] * 3, "fold": ["0"] * 3, "model": ["m"] * 3, "problem_id": [A, B, C], "oracle_ms": [0.2] * 3,
+        "n_configs": [10] * 3, "eff_top1": [1.0, 0.5, 0.8], "eff_best5": [1.0] * 3, "eff_best10": [1.0, 0.9, 0.95],
+        "oracle_in_top10": [True, False, True], "ndcg10": [1.0] * 3, "kendall_tau": [0.5] * 3,
+    })  # fmt: skip
+    monkeypatch.setattr(ds, "SEEN_FILE", tmp_path / "seen.txt")
+    assert "design_unseen" not in set(summarize_splits(pp)["subset"])
+    ds.record_seen([A, B])
+    row = summarize_splits(pp).set_index("subset").loc["design_unseen"]
+    assert row["n_problems"] == 1 and row["eff_best10_min"] == 0.95
+    ds.record_seen([C])
+    assert "design_unseen" not in set(summarize_splits(pp)["subset"])  # every problem seen: no such subset
+
+
+def test_the_shipped_list_reads():
+    seen = ds.read_seen()
+    assert seen is not None and len(seen) >= 12_510  # every problem shipped at stop 78
