@@ -123,7 +123,7 @@ class Problem:
             # mirrors validate._major: a size-1 dim counts as contiguous; an operand of two real dims is taken as a
             # valid call holds it, its leading stride 16-byte aligned (padded where the dense rows are not)
             padded = min(rows, cols) > 1
-            if cols == 1 or (row_major and rows != 1):
+            if cols == 1 or row_major:  # a one-row row-major operand too: its strides say row-major (stop 78)
                 return True, padded or (cols * e) % 16 == 0
             if rows == 1 or not row_major:
                 return False, padded or (rows * e) % 16 == 0
@@ -177,6 +177,12 @@ class Problem:
                 shape = (*shape[:-2], shape[-1], shape[-2])
             stored = padded_to_16_bytes(shape, dt) if padded else shape
             t = torch.randn(stored, generator=gen, dtype=torch.float32, device=device).to(dt)[..., : shape[-1]]
+            if padded and t.dim() == 3 and t.shape[0] > 1 and (t.stride(0) * t.element_size()) % 16:
+                # a dim of 1 (no leading stride to pad): the groups start 16 bytes apart instead, as validate needs
+                quantum = 16 // t.element_size()
+                gs = -(-t.stride(0) // quantum) * quantum
+                flat = torch.randn(t.shape[0] * gs, generator=gen, dtype=torch.float32, device=device).to(dt)
+                t = flat.as_strided(t.shape, (gs, t.shape[2], 1))
             return t.transpose(-1, -2) if col_major else t
 
         a = rand(a_shape, self.a_major == "m")

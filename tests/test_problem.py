@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -116,3 +118,34 @@ def test_the_tuners_parallel_check_passes_a_padded_calls_candidates():
     ok = precompile(problem_of(call, padded=True), [cfg], workers=1, threads=True, device=DEVICE)
     dense = precompile(problem_of(call), [cfg], workers=1, threads=True, device=DEVICE)
     assert [r.status for r in ok] == ["ok"] and [r.status for r in dense] == ["invalid"]
+
+
+SWEEP = [  # every layout and major, dims of 1 (no leading stride), of 3 (unaligned rows) and of 8, one or two groups
+    (layout, dt, m, n, k, g, am, bm)
+    for layout in ("2d3d", "3d2d", "2d2d", "3d3d")
+    for dt in ("float32", "bfloat16")
+    for m, n, k in itertools.product((1, 3, 8), repeat=3)
+    for g in (1, 2)
+    for am, bm in itertools.product("km", "nk")
+]
+
+
+def test_signature_is_validates_on_dense_and_padded_draws_of_every_layout():
+    """`signature()` is what `validate` gives: on every dense draw it accepts (one-row operands included: stop 78
+    found 103 shipped H100 problems, one row of A, offered no TMA config at inference) and on every padded draw, which
+    is always valid (where a dim is 1, the groups start 16 bytes apart)."""
+    from autoheur.kernels.validate import validate
+
+    dense_ok = 0
+    for layout, dt, m, n, k, g, am, bm in SWEEP:
+        sizes = () if layout == "3d3d" else (m,) * g
+        dims = {"2d3d": (0, n, k), "3d2d": (m, 0, k), "2d2d": (m, n, 0), "3d3d": (m, n, k)}[layout]
+        p = Problem(layout, g, sizes, *dims, dtype=dt, a_major=am, b_major=bm)
+        assert validate(*p.make_inputs(DEVICE, padded=True)).signature == p.signature(), p
+        try:
+            call = validate(*p.make_inputs(DEVICE))
+        except ValueError:
+            continue
+        dense_ok += 1
+        assert call.signature == p.signature(), p
+    assert dense_ok > len(SWEEP) // 3

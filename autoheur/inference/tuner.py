@@ -218,12 +218,16 @@ class Tuner:
         want = 1 if mode == "off" else k
         if model is not None:
             problem, device = problem_of(call), _fingerprint(call, model)
-            picks = [c for c, _ in model.top_k(problem, want, device=device)]
-            source = f"model {model.meta.get('model')} top-{want}"
-            outside = model.extrapolation(problem, device)
-            if outside:  # said in the tuning's log line: the model never saw such a problem
-                source += f", extrapolating on {'; '.join(outside)}"
-            return [c for c in picks if c.config_id in ok], source
+            # the call's signature, not the problem's: an operand broadcast along its rows goes by pointers though
+            # its shape would take TMA, and TMA picks left no candidate (stop 78)
+            picks = [c for c, _ in model.top_k(problem, want, device=device, signature=call.signature)]
+            picks = [c for c in picks if c.config_id in ok]
+            if picks:
+                source = f"model {model.meta.get('model')} top-{want}"
+                outside = model.extrapolation(problem, device)
+                if outside:  # said in the tuning's log line: the model never saw such a problem
+                    source += f", extrapolating on {'; '.join(outside)}"
+                return picks, source
         from autoheur.models.artifact import fallback_list
 
         picks = [KernelConfig.from_id(c) for c in fallback_list() if c in ok][:want]

@@ -74,11 +74,13 @@ class TrainedModel:
     def fixed_list(self) -> list[str]:
         return list(self.meta.get("fixed_list", []))
 
-    def candidates(self, problem, device: dict) -> tuple[KernelConfig, ...]:
-        """The feasible configs of `problem` on `device`; one tuple per (signature, device), kept (the feature code
-        caches a tuple's config arrays by identity), and one tuple per distinct feasible set: signatures that differ
-        only where feasibility does not look (the layout) share it, and with it its cached arrays."""
-        key = (problem.signature(), device["name"])
+    def candidates(self, problem, device: dict, signature: Signature | None = None) -> tuple[KernelConfig, ...]:
+        """The feasible configs of `problem` on `device` (`signature`: its call's, where the operands are known, e.g.
+        one broadcast along its rows, which goes by pointers; default: the problem's); one tuple per (signature,
+        device), kept (the feature code caches a tuple's config arrays by identity), and one tuple per distinct
+        feasible set: signatures that differ only where feasibility does not look (the layout) share it, and with it
+        its cached arrays."""
+        key = (signature or problem.signature(), device["name"])
         hit = self._candidates.get(key)
         if hit is None:
             hit = self._candidates[key] = self._feasible(key[0], device)
@@ -115,10 +117,13 @@ class TrainedModel:
                 out.append(f"{name}={v:.3g} (trained on {lo:.3g}..{hi:.3g})")
         return out
 
-    def top_k(self, problem, k: int = 10, device: dict | None = None) -> list[tuple[KernelConfig, float]]:
-        """The k best-scored feasible configs of `problem` (device: the training device unless given)."""
+    def top_k(
+        self, problem, k: int = 10, device: dict | None = None, signature: Signature | None = None
+    ) -> list[tuple[KernelConfig, float]]:
+        """The k best-scored feasible configs of `problem` (device: the training device unless given; `signature`:
+        the call's, as in `candidates`)."""
         device = device or self.device
-        configs = self.candidates(problem, device)
+        configs = self.candidates(problem, device, signature)
         scores = np.asarray(self.ranker.rank(problem, configs, device), dtype=float)
         order = np.argsort(-scores, kind="stable")[:k]
         return [(configs[i], float(scores[i])) for i in order]

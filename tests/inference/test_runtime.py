@@ -329,7 +329,7 @@ def test_the_tuning_log_line_says_when_the_model_extrapolates(monkeypatch, caplo
         meta = {"model": "stub"}
         device = {}
 
-        def top_k(self, problem, k, device=None):
+        def top_k(self, problem, k, device=None, signature=None):
             from autoheur.kernels.config import KernelConfig
 
             return [(KernelConfig(64, 64, 32, 2, 4), 1.0)]

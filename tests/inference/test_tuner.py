@@ -68,3 +68,21 @@ def test_a_cached_config_that_cannot_run_the_call_is_retuned_and_overwritten(mon
     assert any(f"cached config {tma.config_id} cannot run" in r.getMessage() for r in caplog.records)
     now = json.loads(cache.path.read_text())[key]["config"]
     assert now != tma.config_id and infeasible_reason(KernelConfig.from_id(now), call.signature, call.device) is None
+
+
+@pytest.mark.parametrize("mode", ["off", "predicted"])
+def test_a_broadcast_operand_gets_candidates_that_can_run_it(mode):
+    """`a` expanded from one row: its shape would take TMA, but a stride of 0 goes by pointers. The shipped H100 model
+    ranked the problem's TMA configs first, the filter by the call's own feasibility then left none, and
+    AUTOHEUR_TUNE=off failed on `cands[0]` (stop 78's review). It now ranks the call's feasible configs."""
+    from autoheur.models.artifact import MODELS_DIR, TrainedModel
+
+    a = torch.randn(1, 2048, dtype=torch.bfloat16, device=DEVICE).expand(4096, 2048)
+    b = torch.randn(8, 1408, 2048, dtype=torch.bfloat16, device=DEVICE).transpose(1, 2)
+    offs = torch.arange(512, 4097, 512, dtype=torch.int32, device=DEVICE)
+    call = validate(a, b, offs)
+    tuner = tuner_mod.Tuner()
+    tuner._models[call.device.name] = TrainedModel.load(MODELS_DIR / "nvidia-h100-80gb-hbm3.joblib")
+    cands, source = tuner.candidates(call, mode, 10)
+    assert source.startswith("model") and len(cands) == (1 if mode == "off" else 10)
+    assert all(infeasible_reason(c, call.signature, call.device) is None for c in cands)
