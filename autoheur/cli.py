@@ -568,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --aux-for: the auxiliary data keeps only the problems this file lists, as `autoheur "
                         "train --aux-problems`")  # fmt: skip
     p.add_argument("--fold-seed", type=int, default=0,
-                   help="the seed of group_kfold's shuffled folds (default 0, the draw `autoheur train` reports; "
+                   help="the seed of group_kfold's fold hash (default 0, the draw `autoheur train` reports; "
                         "another gives the same procedure on another split of the problems)")  # fmt: skip
     p.add_argument("--rounds", metavar="TREESxSTEP",
                    help="every boosted model's trees and step (xgb_ranker, xgb_regressor), as `autoheur train "

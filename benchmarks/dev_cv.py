@@ -491,9 +491,17 @@ def main(argv=None) -> int:
     if 0 < args.aux_rows < 4 or args.aux_rows < 0:
         ap.error(f"--aux-rows {args.aux_rows}: expected at least 4, or 0 for every row")
 
+    asked = args.variants.split(",")
+    unknown = sorted(set(asked) - set(VARIANTS) - set(TRANSFORMS) - set(SCORING))
+    if unknown:
+        ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS, *SCORING})}")
+
     rs = load_ranking_set(args.data)
-    folds = list(group_kfold(rs))
-    _, train_ids, test_ids = folds[args.outer_fold]
+    # by fold id: group_kfold skips an empty fold (a tiny set), so a list index need not be the fold
+    found = [(train, test) for fold, train, test in group_kfold(rs) if fold == args.outer_fold]
+    if not found:
+        ap.error(f"--outer-fold {args.outer_fold}: no such fold holds a problem of {args.data}")
+    train_ids, test_ids = found[0]
     dev = rs.subset(train_ids)
     pids = dev.problems
     print(f"dev set: {len(pids)} training problems of outer fold {args.outer_fold} ({len(rs.problems)} in all)")
@@ -501,12 +509,8 @@ def main(argv=None) -> int:
         print(f"recorded as seen by design choices: {record_seen(pids)} new of them ({SEEN_FILE})")
     # the whole set goes before the auxiliary data loads: the H100 set, its dev subset and the H200 set being read
     # took the H100 dev CV with --aux data/nvidia-h200 past the 24 GB of the 2-core host
-    del rs, folds
+    del rs, found
     gc.collect()
-    asked = args.variants.split(",")
-    unknown = sorted(set(asked) - set(VARIANTS) - set(TRANSFORMS) - set(SCORING))
-    if unknown:
-        ap.error(f"unknown variants {unknown}; known: {sorted({*VARIANTS, *TRANSFORMS, *SCORING})}")
     # a SCORING variant runs on the fits of the variant it names, asked for or not
     fitted = list(dict.fromkeys(SCORING[n][0] if n in SCORING else n for n in asked))
     runs = [

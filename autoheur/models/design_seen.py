@@ -16,6 +16,7 @@ other figures appends their problems with `record_seen`.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterable
@@ -29,50 +30,68 @@ HEADER = (
     "# autoheur eval reports the problems not listed as subset design_unseen.\n"
 )
 
-_CACHE: dict[Path, tuple[float, frozenset[str]]] = {}
+_CACHE: dict[Path, tuple[tuple[int, int, int], frozenset[str]]] = {}
 
 
-def read_seen(path: Path | str | None = None) -> frozenset[str] | None:
-    """The listed problem ids (`path`, default SEEN_FILE), or None where there is no list (then no problem is known
-    to be unseen)."""
-    path = Path(path or SEEN_FILE)
-    try:
-        mtime = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        return None
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == mtime:
-        return hit[1]
+def _is_id(text: str) -> bool:
+    return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
+
+
+def _parse(path: Path) -> frozenset[str]:
     ids = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        if len(line) != 16 or any(c not in "0123456789abcdef" for c in line):
+        if not _is_id(line):
             raise ValueError(f"{path}:{n}: {line[:40]!r} is not a problem id (16 hex digits); restore it from git")
         ids.append(line)
-    seen = frozenset(ids)
-    _CACHE[path] = (mtime, seen)
+    return frozenset(ids)
+
+
+def read_seen(path: Path | str | None = None) -> frozenset[str] | None:
+    """The listed problem ids (`path`, default SEEN_FILE), or None where there is no list (then no problem is known
+    to be unseen). Kept while the file's inode, size and mtime stay (a rewrite is a new inode)."""
+    path = Path(path or SEEN_FILE)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    seen = _parse(path)
+    _CACHE[path] = (stamp, seen)
     return seen
 
 
 def record_seen(problem_ids: Iterable[str], path: Path | str | None = None) -> int:
-    """Add `problem_ids` to the list (`path`, default SEEN_FILE; written whole to a temp file, then renamed into
-    place); how many were new."""
+    """Add `problem_ids` to the list (`path`, default SEEN_FILE); how many were new. Under a lock on its directory
+    (two dev CVs at once lose neither's ids), read afresh, written whole to a temp file, synced, renamed into place."""
     path = Path(path or SEEN_FILE)
-    old = read_seen(path) or frozenset()
     new = {str(p) for p in problem_ids}
-    bad = sorted(p for p in new if len(p) != 16 or any(c not in "0123456789abcdef" for c in p))
+    bad = sorted(p for p in new if not _is_id(p))
     if bad:
         raise ValueError(f"not problem ids (16 hex digits): {bad[:3]}")
-    added = new - old
-    if not added and path.exists():
-        return 0
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".txt", dir=path.parent)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(HEADER + "".join(f"{p}\n" for p in sorted(old | new)))
-        os.replace(tmp, path)
+        fcntl.flock(dir_fd, fcntl.LOCK_EX)
+        old = _parse(path) if path.exists() else frozenset()
+        added = new - old
+        if not added and path.exists():
+            return 0
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".txt", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(HEADER + "".join(f"{p}\n" for p in sorted(old | new)))
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        os.fsync(dir_fd)
+        return len(added)
     finally:
-        Path(tmp).unlink(missing_ok=True)
-    return len(added)
+        os.close(dir_fd)  # and with it the lock

@@ -51,3 +51,27 @@ def test_eval_reports_the_problems_the_list_lacks_as_design_unseen(tmp_path, mon
 def test_the_shipped_list_reads():
     seen = ds.read_seen()
     assert seen is not None and len(seen) >= 12_510  # every problem shipped at stop 78
+
+
+def test_records_in_one_timestamp_tick_and_from_two_processes_lose_nothing(tmp_path):
+    """Each record reads the file afresh under a lock: writes within one mtime tick (coarse on older kernels,
+    simulated by setting it back) and two processes recording at once both keep every id."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "seen.txt"
+    ds.record_seen([A], path)
+    st = path.stat()
+    ds.read_seen(path)  # cached
+    ds.record_seen([B], path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    ds.record_seen([C], path)
+    assert ds.read_seen(path) == {A, B, C} and oct(path.stat().st_mode & 0o777) == "0o644"
+    script = (
+        "import sys; from autoheur.models.design_seen import record_seen\n"
+        "for i in range(200): record_seen([f'{int(sys.argv[1]) * 1000 + i:016x}'], sys.argv[2])\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w), str(path)]) for w in (1, 2)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert len(ds.read_seen(path)) == 3 + 400
