@@ -692,3 +692,14 @@ def test_same_model_tells_refits_apart_by_their_boosters(tmp_path, monkeypatch, 
             same_model.main()
         assert done.value.code == code
     assert "boosters: DIFFERENT" in capsys.readouterr().out
+
+
+def test_candidate_sets_are_the_timed_configs_on_the_shipped_retest_set():
+    """benchmarks/candidate_sets.py on the H100 retest set (234 problems): inference offers exactly the configs the
+    collection timed. Two of its problems have a one-row A, offered no TMA config before stop 78 (1,234 timed configs
+    missing each)."""
+    from autoheur.models.artifact import MODELS_DIR, TrainedModel
+
+    mod = _load("candidate_sets")
+    model = TrainedModel.load(MODELS_DIR / "nvidia-h100-80gb-hbm3.joblib")
+    assert mod.mismatches(ROOT / "data" / "retest-nvidia-h100-80gb-hbm3", model) == []
