@@ -9,9 +9,9 @@ lists every such problem id, so that `autoheur eval` can report the problems no 
 It started at stop 78 with every problem of the shipped datasets then, both GPUs and both kernel families: 12,510
 ids. A problem id names a shape, not a device, and an id seen on one GPU counts as seen: the H200's 519 sampled input
 gradients of stop 76 arrived after the last choice, but as shapes of the H100's data, whose H100 figures informed
-choices (BENCHMARKS.md, "Learned ranking", stop 78). So at stop 78 no shipped problem is unseen; the subset fills with the
-problems collected from then on. `benchmarks/dev_cv.py` appends its development set when it runs; a choice made on
-other figures appends their problems with `record_seen`.
+choices (BENCHMARKS.md, "Learned ranking", stop 78). So at stop 78 no shipped problem is unseen; the subset fills
+with the problems collected from then on. `benchmarks/dev_cv.py` appends its development set when it runs; a
+choice made on other figures appends their problems with `record_seen`.
 """
 
 from __future__ import annotations
