@@ -125,9 +125,7 @@ class Problem:
             padded = min(rows, cols) > 1
             if cols == 1 or row_major:  # a one-row row-major operand too: its strides say row-major (stop 78)
                 return True, padded or (cols * e) % 16 == 0
-            if rows == 1 or not row_major:
-                return False, padded or (rows * e) % 16 == 0
-            return row_major, False  # pragma: no cover
+            return False, padded or (rows * e) % 16 == 0
 
         a_row, a_al = major(a_rows, a_cols, self.a_major == "k")
         b_row, b_al = major(b_rows, b_cols, self.b_major == "n")
@@ -209,7 +207,7 @@ def padded_to_16_bytes(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[int,
     is then valid, as a caller's padded tensor or the backward's padded gradient is). Unchanged when already a
     multiple, or when a dim of the last two is 1 (no real leading stride), so a valid dense problem draws as before."""
     rows, cols = shape[-2], shape[-1]
-    quantum = 16 // torch.tensor([], dtype=dtype).element_size()
+    quantum = 16 // dtype.itemsize
     if min(rows, cols) <= 1 or cols % quantum == 0:
         return tuple(shape)
     return (*shape[:-1], -(-cols // quantum) * quantum)
