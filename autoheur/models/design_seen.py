@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from autoheur.collect.store import ID_RE, _atomic_write_bytes, read_problem_ids
 from autoheur.models.artifact import MODELS_DIR
 
 SEEN_FILE = MODELS_DIR / "design-seen.txt"
@@ -33,20 +33,11 @@ HEADER = (
 _CACHE: dict[Path, tuple[tuple[int, int, int], frozenset[str]]] = {}
 
 
-def _is_id(text: str) -> bool:
-    return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
-
-
 def _parse(path: Path) -> frozenset[str]:
-    ids = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if not _is_id(line):
-            raise ValueError(f"{path}:{n}: {line[:40]!r} is not a problem id (16 hex digits); restore it from git")
-        ids.append(line)
-    return frozenset(ids)
+    try:
+        return frozenset(read_problem_ids(path))
+    except ValueError as exc:
+        raise ValueError(f"{exc}; restore it from git") from exc
 
 
 def read_seen(path: Path | str | None = None) -> frozenset[str] | None:
@@ -68,10 +59,11 @@ def read_seen(path: Path | str | None = None) -> frozenset[str] | None:
 
 def record_seen(problem_ids: Iterable[str], path: Path | str | None = None) -> int:
     """Add `problem_ids` to the list (`path`, default SEEN_FILE); how many were new. Under a lock on its directory
-    (two dev CVs at once lose neither's ids), read afresh, written whole to a temp file, synced, renamed into place."""
+    (two dev CVs at once lose neither's ids), read afresh, written whole to a temp file, synced, renamed into place
+    (the dataset store's atomic write)."""
     path = Path(path or SEEN_FILE)
     new = {str(p) for p in problem_ids}
-    bad = sorted(p for p in new if not _is_id(p))
+    bad = sorted(p for p in new if not ID_RE.fullmatch(p))
     if bad:
         raise ValueError(f"not problem ids (16 hex digits): {bad[:3]}")
     dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -81,17 +73,8 @@ def record_seen(problem_ids: Iterable[str], path: Path | str | None = None) -> i
         added = new - old
         if not added and path.exists():
             return 0
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".txt", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(HEADER + "".join(f"{p}\n" for p in sorted(old | new)))
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-        os.fsync(dir_fd)
+        _atomic_write_bytes(path, (HEADER + "".join(f"{p}\n" for p in sorted(old | new))).encode())
+        os.chmod(path, 0o644)  # a text file in git, whatever the umask
         return len(added)
     finally:
         os.close(dir_fd)  # and with it the lock
