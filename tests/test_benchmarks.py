@@ -703,3 +703,43 @@ def test_candidate_sets_are_the_timed_configs_on_the_shipped_retest_set():
     mod = _load("candidate_sets")
     model = TrainedModel.load(MODELS_DIR / "nvidia-h100-80gb-hbm3.joblib")
     assert mod.mismatches(ROOT / "data" / "retest-nvidia-h100-80gb-hbm3", model) == []
+
+
+def test_fresh_problems_leave_out_the_seen_ids_and_mix_the_kinds(tmp_path, monkeypatch):
+    """The fresh list (benchmarks/fresh_problems.py): new draws, none of the seen ids, no id twice, the streams in
+    turn, each line its problem; seed 0 (the datasets' own lists) and a missing seen file refused."""
+    mod = _load("fresh_problems")
+    by_kind = _load("by_kind")
+    first = mod.fresh(5, 16, set())
+    ids = [problem_id(p) for p in first]
+    assert len(set(ids)) == 16 and ids == [problem_id(p) for p in mod.fresh(5, 16, set())]  # seeded
+    assert set(ids).isdisjoint(problem_id(p) for p in mod.fresh(6, 16, set()))  # another seed, other problems
+    kinds = [by_kind.kind(p.name) for p in first[:4]]
+    assert kinds[0] == "public" and kinds[1] == "grad_a" and kinds[2] == "sampled/2d3d" and kinds[3] == "sampled/grad_a"
+    seen = set(ids[::3])
+    again = mod.fresh(5, 16, seen)
+    assert len(again) == 16 and seen.isdisjoint(problem_id(p) for p in again)
+    assert [problem_id(p) for p in again][:2] == ids[1:3]  # the others keep their order
+
+    seen_file, out = tmp_path / "seen.txt", tmp_path / "fresh.jsonl"
+    seen_file.write_text("# seen\n" + "".join(f"{i}\n" for i in ids[:4]))
+    monkeypatch.setattr("sys.argv", ["f", "--seed", "5", "--count", "8", "--seen", str(seen_file), "--out", str(out)])
+    assert mod.main() == 0
+    assert [problem_id(p) for p in load_shapes(out)] == [problem_id(p) for p in mod.fresh(5, 8, set(ids[:4]))]
+    for argv in (["--seed", "0"], ["--seed", "5", "--seen", str(tmp_path / "none.txt")]):
+        monkeypatch.setattr("sys.argv", ["f", *argv, "--count", "2", "--out", str(out)])
+        with pytest.raises(SystemExit):
+            mod.main()
+
+
+def test_the_shipped_fresh_set_is_held_out():
+    """data/fresh-nvidia-h200: the problems of the shipped fresh list, none of them in the H200 training data or in
+    models/design-seen.txt (what the fresh reading in BENCHMARKS.md rests on)."""
+    from autoheur.models.design_seen import read_seen
+
+    fresh = set(DatasetStore.load(ROOT / "data" / "fresh-nvidia-h200").done_problems())
+    listed = {problem_id(p) for p in load_shapes(ROOT / "benchmarks" / "fresh_s79_problems.jsonl")}
+    assert len(fresh) == 208 and fresh <= listed
+    assert fresh.isdisjoint(DatasetStore.load(ROOT / "data" / "nvidia-h200").done_problems())
+    assert fresh.isdisjoint(DatasetStore.load(ROOT / "data" / "nvidia-h100-80gb-hbm3").done_problems())
+    assert fresh.isdisjoint(read_seen())
