@@ -18,8 +18,9 @@ FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": 
 
 
 def env_flag(name: str, default: bool) -> bool:
-    """An on/off knob (AUTOHEUR_CACHE, AUTOHEUR_CHECK_OFFSETS, AUTOHEUR_FOREST): unset is `default`; any other value
-    must be one of FLAGS' spellings, any case, so that a typo is refused rather than read as on."""
+    """An on/off knob (AUTOHEUR_CACHE, AUTOHEUR_CHECK_OFFSETS, AUTOHEUR_FOREST, AUTOHEUR_BORROW_MODEL): unset is
+    `default`; any other value must be one of FLAGS' spellings, any case, so that a typo is refused rather than read
+    as on."""
     text = os.environ.get(name)
     if text is None:
         return default

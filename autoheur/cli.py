@@ -304,14 +304,21 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
     device_name = _device_name(args.device)
+    spec = _device_spec(args.device)
     try:
         model, how = (
-            (TrainedModel.load(args.model), f"model {args.model}") if args.model else model_for_device(device_name)
+            (TrainedModel.load(args.model), f"model {args.model}")
+            if args.model
+            else model_for_device(device_name, spec=spec.to_dict() if spec is not None else None)
         )
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
     trained_on = model.meta["device"]["name"] if model is not None else None
+    device = None  # the model's own device record
+    if not args.model and model is not None and trained_on != device_name:  # borrowed: ranks with this GPU's own
+        device = {**model.device, **spec.to_dict()}
+        print(f"autoheur predict: {how}", file=sys.stderr)
     if args.model and trained_on != device_name:  # it ranks as on its own device: say so, not as if it were this one
         how = f"model {args.model}, trained on {trained_on}"
         print(f"autoheur predict: {args.model} was trained on {trained_on}, not {device_name}: its ranking is "
@@ -323,9 +330,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         top = [(cid, None) for cid in fallback_list()[: args.top]]
         confidence, outside = None, []
     else:
-        top = [(c.config_id, s) for c, s in model.top_k(problem, args.top)]
+        top = [(c.config_id, s) for c, s in model.top_k(problem, args.top, device=device)]
         confidence = model.meta.get("heldout", [{}])[0].get("eff_best10_geomean") if model.meta.get("heldout") else None
-        outside = model.extrapolation(problem)
+        outside = model.extrapolation(problem, device)
     ms = (time.perf_counter() - t0) * 1e3
     result = {
         "problem": problem.name,
@@ -403,6 +410,17 @@ def _device_name(arg: str | None) -> str:
     if arg:
         return arg
     return current_device_spec().name
+
+
+def _device_spec(arg: str | None):
+    """The properties of the GPU `predict` is asked about, where known: a preset's, or this host's own GPU's (by
+    default, or when named); None for another GPU named (no model is borrowed for it: its architecture is unknown)."""
+    from autoheur.device import PRESETS, current_device_spec
+
+    if arg in PRESETS:
+        return PRESETS[arg]
+    here = current_device_spec()
+    return here if not arg or arg == here.name else None
 
 
 def _pass_options(d: argparse.ArgumentParser) -> None:

@@ -120,7 +120,7 @@ def _first_call(problem, mode: str, oracle_id: str | None, prepared: bool = Fals
     a, b, offs = problem.make_inputs("cuda")
     call = validate(a, b, offs)
     tuner = default_tuner()
-    tuner.model(call.device.name)  # loaded before the clock: once per process in real use
+    tuner.model(call.device)  # loaded before the clock: once per process in real use
     if prepared:
         tuner.prepare(wait=True)
     torch.cuda.synchronize()

@@ -60,7 +60,7 @@ def _step_row(problem) -> dict:
     dy = torch.randn((x.shape[0], w.shape[2]), generator=gen, device="cuda").to(x.dtype)
     op = torch.ops.autoheur.grouped_mm
     tuner = default_tuner()
-    tuner.model(validate(a0, b0, offs).device.name)  # loaded before the clock, as a training process loads it once
+    tuner.model(validate(a0, b0, offs).device)  # loaded before the clock, as a training process loads it once
 
     def step(fn):
         x.grad = w.grad = None

@@ -1,5 +1,5 @@
 """The CLI: counts below 1 refused, `autoheur tune` on problems it cannot run (exit 2 with a message, no
-traceback), and `predict` with a model of another device saying so."""
+traceback), and `predict` with a model of another device saying so, or borrowing one for a GPU without its own."""
 
 from __future__ import annotations
 
@@ -52,3 +52,27 @@ def test_predict_with_a_model_of_another_device_says_whose_ranking_it_is(capsys)
     assert main([*args, "--device", "h100"]) == 0
     out = capsys.readouterr()
     assert "trained on" not in out.err and json.loads(out.out)["model_device"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_predict_on_a_gpu_without_a_model_borrows_its_kins(capsys, monkeypatch):
+    """On a GPU with no model of its own (here an H800, the H100's properties), predict ranks with the nearest
+    shipped model of its architecture and says so; a GPU named but not here (architecture unknown): the fixed list."""
+    import dataclasses
+
+    import autoheur.device
+    from autoheur.device import H100_SXM
+
+    args = ["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--json", "--top", "3"]
+    assert main([*args, "--device", "NVIDIA H800"]) == 0  # no GPU here: its architecture is unknown
+    got = json.loads(capsys.readouterr().out)
+    assert got["model_device"] is None and "best fixed list" in got["source"]
+    monkeypatch.setattr(
+        autoheur.device, "current_device_spec", lambda: dataclasses.replace(H100_SXM, name="NVIDIA H800")
+    )
+    assert main(args) == 0
+    out = capsys.readouterr()
+    got = json.loads(out.out)
+    assert got["device"] == "NVIDIA H800" and got["model_device"] == H100_SXM.name and len(got["top"]) == 3
+    assert "borrowing nvidia-h100-80gb-hbm3.joblib" in out.err and "borrowing" in got["source"]
+    own = main([*args, "--device", "h100"]), json.loads(capsys.readouterr().out)
+    assert [t["config"] for t in own[1]["top"]] == [t["config"] for t in got["top"]]  # the same GPU, the same picks

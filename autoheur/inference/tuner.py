@@ -38,6 +38,7 @@ import warnings
 import torch
 
 from autoheur import env_flag
+from autoheur.device import DeviceSpec
 from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, choice_from_id
 from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
@@ -165,18 +166,21 @@ class Tuner:
                 self._caches[device_name, aten] = TuneCache(device_name, disk=disk, aten=aten)
             return self._caches[device_name, aten]
 
-    def model(self, device_name: str):
-        """The model for this GPU (loaded once per process), or None: the fallback list stands in."""
+    def model(self, spec: DeviceSpec):
+        """The model for this GPU (loaded once per process): its own, or the nearest GPU's of its architecture
+        (`model_for_device`; said in one warning), or None: the fallback list stands in (one warning)."""
         from autoheur.models.artifact import model_for_device
 
+        name = spec.name
         with self._lock:
-            if device_name not in self._models:
-                model, how = model_for_device(device_name)
-                if model is None and device_name not in self._warned:
+            if name not in self._models:
+                model, how = model_for_device(name, spec=spec.to_dict())
+                borrowed = model is not None and model.device.get("name") != name
+                if (model is None or borrowed) and name not in self._warned:
                     warnings.warn(f"autoheur: {how}", stacklevel=4)
-                    self._warned.add(device_name)
-                self._models[device_name] = model
-            return self._models[device_name]
+                    self._warned.add(name)
+                self._models[name] = model
+            return self._models[name]
 
     def compile_pool(self):
         """The compile workers of this process (started on first use, shut down after AUTOHEUR_COMPILE_POOL_IDLE_S
@@ -199,7 +203,7 @@ class Tuner:
 
         gpu = torch.cuda.is_available() and not interpreting()
         spec = _device_spec(device) if gpu and device is not None else current_device_spec()
-        model = self.model(spec.name)
+        model = self.model(spec)
         if model is not None:
             model.prepare_scoring()
         workers = compile_workers(top_k_setting(), gpu)  # as many as a predicted top-k uses, not every core
@@ -214,7 +218,7 @@ class Tuner:
         if mode == "exhaustive":
             return list(feasible), "whole space"
         ok = {c.config_id for c in feasible}
-        model = self.model(call.device.name)
+        model = self.model(call.device)
         want = 1 if mode == "off" else k
         if model is not None:
             problem, device = problem_of(call), _fingerprint(call, model)

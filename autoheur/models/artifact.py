@@ -331,12 +331,23 @@ def _shipped(directory: Path, family: str, unreadable: list[str] | None = None) 
     return out
 
 
+# What tells GPUs of one architecture apart in a model's device record, for the nearest one (`nearest_model`).
+NEAR_KEYS = ("sm_count", "l2_bytes", "smem_per_sm", "smem_per_block_optin", "regs_per_sm", "max_threads_per_sm")
+
+
 def model_for_device(
-    device_name: str, directory: Path = MODELS_DIR, family: str = "triton"
+    device_name: str, directory: Path = MODELS_DIR, family: str = "triton", spec: dict | None = None
 ) -> tuple[TrainedModel | None, str]:
     """(the shipped model of `family` trained on `device_name`, or None and a message naming the fallback). The
     model file must be the one its side-car describes: a model copied over another's file is refused, not used as
-    the side-car's device's."""
+    the side-car's device's.
+
+    `spec` (the GPU's properties, `DeviceSpec.to_dict()`): where no model was trained on `device_name`, borrow the
+    model of the nearest GPU of the same compute capability (`nearest_model`) instead of falling back to the fixed
+    list, unless AUTOHEUR_BORROW_MODEL=0. Why: each shipped model ranks the other GPU's problems far better than a
+    fixed list does (the H100 model on the H200's fresh problems: best-of-10 0.998 / P10 0.994 against the list's
+    0.956 / 0.882; a model of the H200's data alone on the H100's 8,795: 0.998 / 0.994 against 0.969 / 0.920;
+    BENCHMARKS.md, stops 61 and 79). The borrowed model's message says so; the caller warns with it."""
     unreadable: list[str] = []
     models = _shipped(directory, family, unreadable)
     for path, side in models:
@@ -346,10 +357,49 @@ def model_for_device(
             check_side_car(model.meta, side, path, device_name, family)
             return model, f"model {path.name} (trained on {device_name})"
     bad = f"; unreadable side-cars left out: {', '.join(unreadable)} ({RESTORE})" if unreadable else ""
-    return None, (
-        f"no shipped model for {device_name!r} (have: {', '.join(p.stem for p, _ in models) or 'none'}{bad}); "
-        "using the best fixed list of 10"
-    )
+    have = ", ".join(p.stem for p, _ in models) or "none"
+    if spec is not None and borrow_enabled():
+        near = nearest_model(models, spec)
+        if near is not None:
+            path, side = near
+            other = side["device"]["name"]
+            model = TrainedModel.load(path)
+            check_side_car(model.meta, side, path, other, family)
+            cc = "".join(str(v) for v in spec["compute_capability"])
+            return model, (
+                f"no shipped model for {device_name!r}; borrowing {path.name}, trained on {other!r} (the nearest GPU "
+                f"of the same architecture, sm_{cc}; AUTOHEUR_BORROW_MODEL=0: the best fixed list instead). For this "
+                f"GPU's own: autoheur collect, then autoheur train (README){bad}"
+            )
+    return None, f"no shipped model for {device_name!r} (have: {have}{bad}); using the best fixed list of 10"
+
+
+def borrow_enabled() -> bool:
+    """AUTOHEUR_BORROW_MODEL (default on): a GPU without a model of its own borrows its nearest kin's."""
+    from autoheur import env_flag
+
+    return env_flag("AUTOHEUR_BORROW_MODEL", True)
+
+
+def nearest_model(models: list[tuple[Path, dict]], spec: dict) -> tuple[Path, dict] | None:
+    """Of (model file, side-car) pairs, the one whose training GPU has `spec`'s compute capability and the nearest
+    properties (sum of |log ratio| over NEAR_KEYS; ties: the first by file name), or None: no GPU of that
+    architecture. Another architecture is never borrowed: its kernels compile to other instructions (wgmma and TMA
+    on sm_90 only), and its timings say nothing of this GPU's."""
+    cc = list(spec["compute_capability"])
+    best, best_d = None, float("inf")
+    for path, side in models:
+        dev = side.get("device")
+        if not isinstance(dev, dict) or list(dev.get("compute_capability") or []) != cc:
+            continue
+        d = 0.0
+        for key in NEAR_KEYS:
+            a, b = dev.get(key), spec.get(key)
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0:
+                d += abs(np.log(a / b))
+        if d < best_d - 1e-9:  # a tie within rounding keeps the first
+            best, best_d = (path, side), d
+    return best
 
 
 def check_side_car(meta: dict, side: dict, path: Path, device_name: str, family: str) -> None:

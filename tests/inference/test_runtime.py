@@ -299,7 +299,9 @@ def test_a_training_step_reads_the_offsets_back_once(monkeypatch, entry):
 def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
     from autoheur.models import artifact
 
-    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None: (None, "no shipped model for X"))
+    monkeypatch.setattr(
+        artifact, "model_for_device", lambda name, directory=None, spec=None: (None, "no shipped model for X")
+    )
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
@@ -307,17 +309,37 @@ def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
     assert sum("no shipped model" in str(x.message) for x in w) == 1
 
 
+def test_a_gpu_without_a_model_borrows_its_kins_with_one_warning():
+    """A GPU of the shipped models' architecture with no model of its own ranks with the nearest one's (one warning
+    that says so), not with the fixed list; the nearest by its properties."""
+    import dataclasses
+
+    from autoheur.device import H100_SXM, H200
+
+    tuner = tuner_mod.Tuner()
+    h800 = dataclasses.replace(H100_SXM, name="NVIDIA H800")  # the H100's properties
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        first, again = tuner.model(h800), tuner.model(h800)
+        nvl = tuner.model(dataclasses.replace(H200, name="NVIDIA H200 NVL"))  # the H200's L2
+    assert first is again and first.device["name"] == H100_SXM.name and nvl.device["name"] == H200.name
+    said = [str(x.message) for x in w if "borrowing" in str(x.message)]
+    assert len(said) == 2 and "'NVIDIA H800'; borrowing nvidia-h100-80gb-hbm3.joblib" in said[0]
+
+
 def test_prepare_loads_the_model_ready_to_score(monkeypatch):
+    from autoheur.device import current_device_spec
     from autoheur.models import artifact
 
     class Model:
         ready = 0
+        device = {"name": current_device_spec().name}  # its own GPU's model, not a borrowed one
 
         def prepare_scoring(self):
             Model.ready += 1
             return "stub"
 
-    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None: (Model(), "stub"))
+    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None, spec=None: (Model(), "stub"))
     tuner = tuner_mod.Tuner()
     tuner.prepare()
     tuner.prepare()  # the model is loaded once; its scoring readied at each prepare (a no-op once built)

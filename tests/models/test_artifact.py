@@ -204,6 +204,45 @@ def test_no_model_for_the_device_falls_back_to_the_fixed_list(trained, tmp_path,
     assert found is not None
 
 
+def test_a_gpu_without_a_model_borrows_the_nearest_of_its_architecture(trained, tmp_path, monkeypatch):
+    """Given the GPU's properties, a GPU with no model of its own borrows one of its compute capability (said in the
+    message); without them, of another architecture, or with AUTOHEUR_BORROW_MODEL=0: the fixed list."""
+    from autoheur.device import H100_SXM
+
+    model, path = trained
+    shutil.copy(path, tmp_path / path.name)
+    shutil.copy(path.with_suffix(".json"), tmp_path / path.with_suffix(".json").name)
+    h800 = {**H100_SXM.to_dict(), "name": "NVIDIA H800"}
+    found, how = artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)
+    assert found is not None and found.device["name"] == model.device["name"]
+    assert f"'NVIDIA H800'; borrowing {path.name}" in how and "sm_90" in how
+    assert artifact.model_for_device("NVIDIA H800", tmp_path)[0] is None  # its architecture unknown
+    b200 = {**h800, "name": "NVIDIA B200", "compute_capability": [10, 0]}
+    found, how = artifact.model_for_device("NVIDIA B200", tmp_path, spec=b200)
+    assert found is None and "best fixed list" in how
+    monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "off")
+    assert artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)[0] is None
+    monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "maybe")
+    with pytest.raises(ValueError, match="AUTOHEUR_BORROW_MODEL='maybe'"):
+        artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)
+
+
+def test_nearest_model_goes_by_architecture_then_properties():
+    from autoheur.device import H100_SXM, H200
+
+    h100, h200 = H100_SXM.to_dict(), H200.to_dict()
+    ampere = {**h100, "name": "NVIDIA A100", "compute_capability": [8, 0], "sm_count": 108}
+    models = [(Path("a.joblib"), {"device": h200}), (Path("b.joblib"), {"device": h100}),
+              (Path("c.joblib"), {"device": ampere}), (Path("d.joblib"), {})]  # fmt: skip
+    pick = lambda spec: (artifact.nearest_model(models, spec) or (None,))[0]  # noqa: E731
+    assert pick({**h100, "name": "NVIDIA H800"}) == Path("b.joblib")
+    assert pick({**h200, "name": "NVIDIA H200 NVL"}) == Path("a.joblib")
+    assert pick({**h100, "sm_count": 114, "l2_bytes": 50 << 20}) == Path("b.joblib")  # an H100 PCIe
+    assert pick({**h100, "compute_capability": [8, 0]}) == Path("c.joblib")  # an A100-class GPU: the A100's only
+    assert pick({**h100, "compute_capability": [10, 0]}) is None
+    assert pick({**h100, "l2_bytes": (h100["l2_bytes"] * h200["l2_bytes"]) ** 0.5}) == Path("a.joblib")  # a tie: first
+
+
 def test_models_of_another_kernel_family_are_kept_apart(trained, tmp_path):
     """An Inductor-grid model is never the run-time tuner's model, and it is checked against Inductor's grid."""
     from autoheur.inductor.choices import grid_hash
