@@ -318,6 +318,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     device = None  # the model's own device record
     if not args.model and model is not None and trained_on != device_name:  # borrowed: ranks with this GPU's own
         device = {**model.device, **spec.to_dict()}
+    if not args.model and trained_on != device_name:  # borrowed, or the fixed list: said, as at run time
         print(f"autoheur predict: {how}", file=sys.stderr)
     if args.model and trained_on != device_name:  # it ranks as on its own device: say so, not as if it were this one
         how = f"model {args.model}, trained on {trained_on}"

@@ -31,29 +31,22 @@ from autoheur.models.design_seen import SEEN_FILE, read_seen  # noqa: E402
 from benchmarks.by_kind import kind  # noqa: E402
 
 
-def streams(seed: int, each: int):
-    """The four lists, `each` problems long (before the seen ones are dropped)."""
-    return [
-        wl.model_problems(each, seed),
-        wl.backward_problems(each, seed),
-        _sampled_mix(each, seed),
-        wl.sampled_grad_a_problems(each, seed + 1),
-    ]
-
-
-def _sampled_mix(count: int, seed: int):
-    """2D x 3D bf16, 2D x 3D fp16, 2D x 2D bf16 in turn, from one generator (so three different shapes)."""
-    combos = (("2d3d", "bfloat16"), ("2d3d", "float16"), ("2d2d", "bfloat16"))
-    return list(itertools.islice(wl._sampled_stream(seed, combos), count))
+def streams(seed: int, count: int):
+    """The four streams, each at least `count` long but the models' (their grid: about 900 forwards, 1,800
+    gradients), drawn as they are taken; the sampled mix has no end, so `fresh` always finds `count` new problems."""
+    forwards = wl._model_problem_stream(seed)
+    gradients = (g for fwd in wl._model_problem_stream(seed) for g in wl.gradient_problems(fwd))
+    combos = (("2d3d", "bfloat16"), ("2d3d", "float16"), ("2d2d", "bfloat16"))  # three shapes from one generator
+    return [forwards, gradients, wl._sampled_stream(seed, combos), iter(wl.sampled_grad_a_problems(count, seed + 1))]
 
 
 def fresh(seed: int, count: int, seen: set[str]) -> list:
-    """`count` problems of the four streams in turn, none in `seen`, no id twice."""
+    """`count` problems of the four streams in turn, none in `seen`, no id twice. The turns stay even while every
+    stream lasts: for lists up to about 3,600 (the models' grid ends there)."""
     out, ids = [], set(seen)
-    each = count  # a stream may lose many to `seen` (the models' balanced routings repeat); never fewer than needed
-    for group in itertools.zip_longest(*streams(seed, each)):
+    for group in itertools.zip_longest(*streams(seed, count)):
         for p in group:
-            if p is None:
+            if p is None:  # a stream that ended
                 continue
             pid = problem_id(p)
             if pid in ids:
@@ -62,7 +55,7 @@ def fresh(seed: int, count: int, seen: set[str]) -> list:
             out.append(p)
             if len(out) == count:
                 return out
-    return out
+    raise AssertionError("the sampled stream has no end")  # pragma: no cover
 
 
 def record(p) -> dict:
@@ -77,8 +70,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seen", default=str(SEEN_FILE), help="the ids to leave out (default: %(default)s)")
     ap.add_argument("--out", required=True, help="the shapes file (.jsonl) to write")
     args = ap.parse_args(argv)
-    if args.seed == 0:
-        ap.error("--seed 0 draws the datasets' own lists: take another")
+    if args.seed < 1:  # 0: the datasets' own lists; -1: stream 4's seed + 1 would be theirs
+        ap.error(f"--seed {args.seed}: take a seed of 1 or more (0 draws the datasets' own lists)")
     seen = read_seen(Path(args.seen))
     if seen is None:
         ap.error(f"{args.seen} does not exist: without it no problem is known to be unseen")

@@ -55,24 +55,32 @@ def test_predict_with_a_model_of_another_device_says_whose_ranking_it_is(capsys)
 
 
 def test_predict_on_a_gpu_without_a_model_borrows_its_kins(capsys, monkeypatch):
-    """On a GPU with no model of its own (here an H800, the H100's properties), predict ranks with the nearest
-    shipped model of its architecture and says so; a GPU named but not here (architecture unknown): the fixed list."""
+    """On a GPU with no model of its own (here an H100 PCIe: 114 SMs), predict ranks with the nearest shipped model of
+    its architecture, with this GPU's own properties, and says so; a GPU named but not here (architecture unknown):
+    the fixed list, said too."""
     import dataclasses
 
     import autoheur.device
     from autoheur.device import H100_SXM
+    from autoheur.models.artifact import MODELS_DIR, TrainedModel
 
     args = ["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--json", "--top", "3"]
     assert main([*args, "--device", "NVIDIA H800"]) == 0  # no GPU here: its architecture is unknown
-    got = json.loads(capsys.readouterr().out)
-    assert got["model_device"] is None and "best fixed list" in got["source"]
-    monkeypatch.setattr(
-        autoheur.device, "current_device_spec", lambda: dataclasses.replace(H100_SXM, name="NVIDIA H800")
-    )
+    out = capsys.readouterr()
+    got = json.loads(out.out)
+    assert got["model_device"] is None and "best fixed list" in got["source"] and "best fixed list" in out.err
+    pcie = dataclasses.replace(H100_SXM, name="NVIDIA H100 PCIe", sm_count=114)
+    monkeypatch.setattr(autoheur.device, "current_device_spec", lambda: pcie)
     assert main(args) == 0
     out = capsys.readouterr()
     got = json.loads(out.out)
-    assert got["device"] == "NVIDIA H800" and got["model_device"] == H100_SXM.name and len(got["top"]) == 3
+    assert got["device"] == "NVIDIA H100 PCIe" and got["model_device"] == H100_SXM.name
     assert "borrowing nvidia-h100-80gb-hbm3.joblib" in out.err and "borrowing" in got["source"]
-    own = main([*args, "--device", "h100"]), json.loads(capsys.readouterr().out)
-    assert [t["config"] for t in own[1]["top"]] == [t["config"] for t in got["top"]]  # the same GPU, the same picks
+    assert any("log2_sm_count" in s for s in got["extrapolating"])  # 114 SMs: outside the H100's training range
+    donor = TrainedModel.load(MODELS_DIR / "nvidia-h100-80gb-hbm3.joblib")
+    from autoheur.collect.workloads import public_problems
+
+    problem = next(p for p in public_problems() if p.name == "qwen3-30b-a3b/gate_up/decode")
+    as_pcie = [c.config_id for c, _ in donor.top_k(problem, 3, device={**donor.device, **pcie.to_dict()})]
+    assert [t["config"] for t in got["top"]] == as_pcie  # ranked with this GPU's properties
+    assert as_pcie != [c.config_id for c, _ in donor.top_k(problem, 3)]  # which the H100's own would not give

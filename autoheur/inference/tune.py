@@ -1,8 +1,9 @@
 """`autoheur tune`: the run-time tuning of a problem list, problem by problem, optionally against the exhaustive one.
 
-For each problem: the predicted top-k (the GPU's model, else the best fixed list) compiled and timed on the problem's
-inputs (compiled in parallel first, where AUTOHEUR_COMPILE_IN says, as at run time; torch._grouped_mm timed beside
-them where AUTOHEUR_ATEN says, as at run time), the chosen config ("aten" when torch's own won), its time and
+For each problem: the predicted top-k (the GPU's model, or its nearest kin's, else the best fixed list) compiled and
+timed on the problem's inputs (compiled in parallel first, where AUTOHEUR_COMPILE_IN says, as at run time;
+torch._grouped_mm timed beside them where AUTOHEUR_ATEN says, as at run time), the chosen config ("aten" when
+torch's own won), its time and
 the tuning wall time (compile included); with `compare_exhaustive`, the same for every feasible config (compiled on
 processes, as exhaustive tuning is). Nothing is cached: this measures tuning, it does not feed the run-time cache.
 """

@@ -1,8 +1,9 @@
 """Choosing a config at run time: predicted top-k, timed briefly on the real inputs, the winner cached.
 
 Modes (environment variable AUTOHEUR_TUNE):
-  predicted   (default) the model of this GPU predicts the top AUTOHEUR_TOP_K (default 10) configs; each is compiled
-              and timed on the call's own inputs (the collection's screening protocol, 3 runs, aborts confirmed);
+  predicted   (default) the GPU's model (its own, or borrowed: below) predicts the top AUTOHEUR_TOP_K (default 10)
+              configs; each is compiled and timed on the call's own inputs (the collection's screening protocol, 3
+              runs, aborts confirmed);
               on a GPU the screen's leaders (up to LEADERS_MAX within LEADERS_WITHIN of its best) are then timed
               again in LEADER_ROUNDS interleaved rounds, a fresh order each round; the fastest is cached
   off         the model's top-1, never timed (no model: the first of the best fixed list)
@@ -21,7 +22,9 @@ config that fails or computes a wrong result is dropped before timing. Where (AU
 Exhaustive tuning always compiles on processes: hundreds of configs need every core, not one interpreter's GIL.
 `prepare()` (also `autoheur.inference.prepare`) loads the model, imports the kernel, and with processes starts the
 workers, ahead of the first call.
-Without a model for the GPU, the best fixed list of a shipped model stands in for the prediction, with one warning.
+Without a model of its own, a GPU borrows the shipped model of the nearest GPU of its architecture (one warning;
+`artifact.model_for_device`), and where there is none (or AUTOHEUR_BORROW_MODEL=0) the best fixed list of a shipped
+model stands in for the prediction, with one warning.
 On a GPU, torch._grouped_mm is timed beside the predicted configs and kept where it is fastest (AUTOHEUR_ATEN,
 aten.py); mode "off" never times anything.
 Each tuning decision is logged at INFO on the "autoheur" logger.

@@ -358,20 +358,25 @@ def model_for_device(
             return model, f"model {path.name} (trained on {device_name})"
     bad = f"; unreadable side-cars left out: {', '.join(unreadable)} ({RESTORE})" if unreadable else ""
     have = ", ".join(p.stem for p, _ in models) or "none"
+    why = ""
     if spec is not None and borrow_enabled():
         near = nearest_model(models, spec)
         if near is not None:
             path, side = near
             other = side["device"]["name"]
-            model = TrainedModel.load(path)
-            check_side_car(model.meta, side, path, other, family)
-            cc = "".join(str(v) for v in spec["compute_capability"])
-            return model, (
-                f"no shipped model for {device_name!r}; borrowing {path.name}, trained on {other!r} (the nearest GPU "
-                f"of the same architecture, sm_{cc}; AUTOHEUR_BORROW_MODEL=0: the best fixed list instead). For this "
-                f"GPU's own: autoheur collect, then autoheur train (README){bad}"
-            )
-    return None, f"no shipped model for {device_name!r} (have: {have}{bad}); using the best fixed list of 10"
+            try:
+                model = TrainedModel.load(path)
+                check_side_car(model.meta, side, path, other, family)
+            except (ValueError, TypeError, KeyError, OSError, ImportError) as exc:  # then as with nothing to borrow
+                why = f"; the nearest GPU's model, {path.name}, is unusable ({exc})"
+            else:
+                cc = "".join(str(v) for v in _capability(spec))
+                return model, (
+                    f"no shipped model for {device_name!r}; borrowing {path.name}, trained on {other!r} (the nearest "
+                    f"GPU of the same architecture, sm_{cc}; AUTOHEUR_BORROW_MODEL=0: the best fixed list instead). "
+                    f"For this GPU's own: autoheur collect, then autoheur train (README){bad}"
+                )
+    return None, f"no shipped model for {device_name!r} (have: {have}{bad}{why}); using the best fixed list of 10"
 
 
 def borrow_enabled() -> bool:
@@ -383,23 +388,40 @@ def borrow_enabled() -> bool:
 
 def nearest_model(models: list[tuple[Path, dict]], spec: dict) -> tuple[Path, dict] | None:
     """Of (model file, side-car) pairs, the one whose training GPU has `spec`'s compute capability and the nearest
-    properties (sum of |log ratio| over NEAR_KEYS; ties: the first by file name), or None: no GPU of that
-    architecture. Another architecture is never borrowed: its kernels compile to other instructions (wgmma and TMA
-    on sm_90 only), and its timings say nothing of this GPU's."""
-    cc = list(spec["compute_capability"])
+    properties (sum of |log ratio| over NEAR_KEYS; ties: the first given), or None: no GPU of that architecture.
+    Another architecture is never borrowed: its kernels compile to other instructions (wgmma and TMA on sm_90 only),
+    and its timings say nothing of this GPU's. A side-car that does not give its GPU's capability and every one of
+    NEAR_KEYS as positive numbers is passed over: a GPU described in part could not be told near from far."""
+    cc = _capability(spec)
+    want = _properties(spec)
+    if cc is None or want is None:
+        return None
     best, best_d = None, float("inf")
     for path, side in models:
         dev = side.get("device")
-        if not isinstance(dev, dict) or list(dev.get("compute_capability") or []) != cc:
+        have = _properties(dev) if isinstance(dev, dict) else None
+        if have is None or _capability(dev) != cc:
             continue
-        d = 0.0
-        for key in NEAR_KEYS:
-            a, b = dev.get(key), spec.get(key)
-            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and b > 0:
-                d += abs(np.log(a / b))
+        d = float(np.abs(np.log(have / want)).sum())
         if d < best_d - 1e-9:  # a tie within rounding keeps the first
             best, best_d = (path, side), d
     return best
+
+
+def _capability(device: dict) -> tuple[int, int] | None:
+    """A device record's compute capability as (major, minor), or None where it is not two integers."""
+    cc = device.get("compute_capability")
+    if isinstance(cc, (list, tuple)) and len(cc) == 2 and all(type(v) is int for v in cc):
+        return (cc[0], cc[1])
+    return None
+
+
+def _properties(device: dict) -> np.ndarray | None:
+    """A device record's NEAR_KEYS as positive floats, or None where one is missing or not a positive number."""
+    vals = [device.get(k) for k in NEAR_KEYS]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in vals):
+        return None
+    return np.asarray(vals, dtype=float)
 
 
 def check_side_car(meta: dict, side: dict, path: Path, device_name: str, family: str) -> None:

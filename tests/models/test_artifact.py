@@ -222,6 +222,10 @@ def test_a_gpu_without_a_model_borrows_the_nearest_of_its_architecture(trained, 
     assert found is None and "best fixed list" in how
     monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "off")
     assert artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)[0] is None
+    monkeypatch.delenv("AUTOHEUR_BORROW_MODEL")
+    (tmp_path / path.name).write_bytes(path.read_bytes()[:1000])  # the donor unusable: the fixed list, and why
+    found, how = artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)
+    assert found is None and f"{path.name}, is unusable" in how and "best fixed list" in how
     monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "maybe")
     with pytest.raises(ValueError, match="AUTOHEUR_BORROW_MODEL='maybe'"):
         artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)
@@ -240,6 +244,11 @@ def test_nearest_model_goes_by_architecture_then_properties():
     assert pick({**h100, "sm_count": 114, "l2_bytes": 50 << 20}) == Path("b.joblib")  # an H100 PCIe
     assert pick({**h100, "compute_capability": [8, 0]}) == Path("c.joblib")  # an A100-class GPU: the A100's only
     assert pick({**h100, "compute_capability": [10, 0]}) is None
+    # a side-car that describes its GPU in part is passed over, not taken for the nearest
+    partial = [(Path("e.joblib"), {"device": {**h200, "sm_count": "132"}}), (Path("f.joblib"), {"device": h100}),
+               (Path("g.joblib"), {"device": {**h200, "compute_capability": 9.0}})]  # fmt: skip
+    assert artifact.nearest_model(partial, {**h200, "name": "NVIDIA H200 NVL"})[0] == Path("f.joblib")
+    assert artifact.nearest_model(partial, {**h200, "compute_capability": "9.0"}) is None
     assert pick({**h100, "l2_bytes": (h100["l2_bytes"] * h200["l2_bytes"]) ** 0.5}) == Path("a.joblib")  # a tie: first
 
 
