@@ -113,7 +113,14 @@ def test_unused_dims_are_ignored():
 
 @pytest.mark.parametrize(
     ("alias", "dtype"),
-    [("bf16", "bfloat16"), ("fp16", "float16"), ("half", "float16"), ("fp32", "float32"), ("float16", "float16")],
+    [
+        ("bf16", "bfloat16"),
+        ("fp16", "float16"),
+        ("half", "float16"),
+        ("fp32", "float32"),
+        ("float", "float32"),
+        ("float16", "float16"),
+    ],
 )
 def test_dtype_aliases(alias, dtype):
     rec = {"groups": 1, "sizes": [8], "n": 64, "k": 64, "dtype": alias}
@@ -182,6 +189,7 @@ BAD_JSONL = [
     ("negative total", {"groups": 2, "total": -5, "n": 64, "k": 64}, "total=-5 must be >= 0"),
     ("unknown routing", {"groups": 2, "total": 8, "routing": "random", "n": 64, "k": 64}, "routing='random'"),
     ("zipf_s out of range", {"groups": 2, "total": 8, "routing": "zipf", "zipf_s": 9, "n": 64, "k": 64}, "(0, 4]"),
+    ("zipf_s zero", {"groups": 2, "total": 8, "routing": "zipf", "zipf_s": 0, "n": 64, "k": 64}, "(0, 4]"),
     ("zipf_s not a number", {"groups": 2, "total": 8, "routing": "zipf", "zipf_s": "x", "n": 64, "k": 64}, "zipf_s"),
     ("negative seed", {"groups": 2, "total": 8, "seed": -1, "n": 64, "k": 64}, "seed=-1 must be >= 0"),
     ("unknown layout", {**GOOD, "layout": "4d4d"}, "layout='4d4d'"),

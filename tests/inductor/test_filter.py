@@ -125,3 +125,60 @@ def test_problem_mirrors_inductors_benchmark_offsets():
     p = inductor_problem((64, 300), (1, 64), (300, 96), (96, 1), 4, "bfloat16")  # weight gradient: ragged K
     assert (p.layout, p.groups, sum(p.sizes), p.m, p.n, p.k) == ("2d2d", 4, 300, 64, 96, 0)
     assert p.a_major == "m" and p.b_major == "n"
+
+
+def _described_choices(unreadable: bool = False) -> list:
+    """An ATen choice and four template choices as Inductor describes them (name, description), without Inductor;
+    `unreadable`: the third lacks BLOCK_N and BLOCK_K, as a template revision with other arguments would."""
+    from types import SimpleNamespace
+
+    out = [SimpleNamespace(name="_grouped_mm", description="aten")]
+    for i, (bm, bn) in enumerate([(64, 64), (64, 128), (128, 128), (128, 256)]):
+        text = f"BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K=64, num_stages=3, num_warps=4"
+        if unreadable and i == 2:
+            text = "BLOCK_M=64, num_stages=3"
+        out.append(SimpleNamespace(name=f"triton_grouped_mm_{i}", description=text))
+    return out
+
+
+class _RecordsDevice(ScoreByTile):
+    def __init__(self):
+        self.seen = []
+
+    @property
+    def ranker(self):
+        outer = self
+
+        class Ranker:
+            @staticmethod
+            def rank(problem, configs, device):
+                outer.seen.append(device["name"])
+                return [c.block_m * 1000 + c.block_n for c in configs]
+
+        return Ranker
+
+
+def test_an_unreadable_template_choice_or_problem_leaves_the_list_whole(monkeypatch):
+    """A choice the filter cannot read, or a problem it cannot (symbolic sizes), leaves Inductor's list whole: never an
+    error inside torch.compile, never a guess."""
+    from autoheur.inductor import filter as filt
+    from autoheur.problem import Problem
+
+    monkeypatch.setattr(filt, "choices_problem", lambda choices: Problem("2d3d", 4, (128,) * 4, 0, 512, 256))
+    flt = ChoiceFilter(ScoreByTile(), top_k=2)
+    choices = _described_choices(unreadable=True)
+    assert flt(choices) == choices and "could not be read" in flt.decisions[-1]["why"]
+    monkeypatch.setattr(filt, "choices_problem", lambda choices: None)
+    choices = _described_choices()
+    assert flt(choices) == choices and "not readable" in flt.decisions[-1]["why"]
+
+
+def test_the_filters_device_is_the_one_scored_on(monkeypatch):
+    from autoheur.inductor import filter as filt
+    from autoheur.problem import Problem
+
+    monkeypatch.setattr(filt, "choices_problem", lambda choices: Problem("2d3d", 4, (128,) * 4, 0, 512, 256))
+    model = _RecordsDevice()
+    kept = ChoiceFilter(model, top_k=2, device={"name": "this-gpu"})(_described_choices())
+    assert model.seen == ["this-gpu"]
+    assert [c.name for c in kept] == ["_grouped_mm", "triton_grouped_mm_2", "triton_grouped_mm_3"]

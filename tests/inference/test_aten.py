@@ -124,8 +124,13 @@ def test_aten_that_cannot_run_the_call_is_left_out(monkeypatch):
 
 @pytest.mark.skipif(DEVICE == "cuda", reason="on a GPU either may win; in the interpreter ATen's CPU code always does")
 def test_real_timing_includes_aten():
+    """ATen is timed beside the configs: in the interpreter its CPU code wins, by far but not always on a busy host
+    (a review saw the interpreted config win once in three runs beside a busy loop), so three tries."""
     call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
-    choice, ms = tuner_mod.time_candidates(call, [KernelConfig.from_id(CFG)], aten=True)
+    for _ in range(3):
+        choice, ms = tuner_mod.time_candidates(call, [KernelConfig.from_id(CFG)], aten=True)
+        if choice is ATEN:
+            break
     assert choice is ATEN and ms > 0
     torch.testing.assert_close(run_choice(call, choice), torch._grouped_mm(call.a, call.b, call.offs))
     torch.testing.assert_close(run_choice(call, KernelConfig.from_id(CFG)), run_choice(call, ATEN))

@@ -144,3 +144,44 @@ def test_interpreted_runs_have_a_cache_file_of_their_own(tmp_path, monkeypatch):
     interpreted = TuneCache("NVIDIA H100 80GB HBM3", tmp_path).path
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     assert TuneCache("NVIDIA H100 80GB HBM3", tmp_path).path != interpreted
+
+
+def test_a_failed_write_leaves_the_earlier_file_whole(tmp_path, monkeypatch):
+    """A write cut short (a full disk) warns and leaves the earlier file as it was, and no temp file behind."""
+    from pathlib import Path
+
+    cache = TuneCache("GPU X", tmp_path)
+    cache.put("k", {"config": CFG})
+    before = cache.path.read_bytes()
+    real = Path.write_text
+
+    def dies(self, data, *args, **kwargs):
+        real(self, data[: len(data) // 2], *args, **kwargs)
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", dies)
+    with pytest.warns(UserWarning, match="cannot use the tuning cache"):
+        cache.put("k2", {"config": CFG})
+    monkeypatch.undo()
+    assert cache.path.read_bytes() == before and not list(tmp_path.glob("*.tmp-*"))
+
+
+@pytest.mark.parametrize(
+    "content", [{"k": CFG}, {"k": None}, {"k": ["x"]}, [1, 2]], ids=["str", "null", "list", "array"]
+)
+def test_a_file_of_the_wrong_shape_is_set_aside(tmp_path, content):
+    """Valid JSON of the wrong shape is as corrupt as broken JSON: set aside, never a crash, and the cache works on."""
+    cache = TuneCache("GPU X", tmp_path)
+    cache.path.parent.mkdir(parents=True, exist_ok=True)
+    cache.path.write_text(json.dumps(content))
+    assert cache.get("k") is None and list(tmp_path.glob("*.corrupt-*"))
+    cache.put("k", {"config": CFG})
+    assert TuneCache("GPU X", tmp_path).get("k")["config"] == CFG
+
+
+def test_a_put_onto_a_corrupt_file_sets_it_aside(tmp_path):
+    cache = TuneCache("GPU X", tmp_path)
+    cache.path.parent.mkdir(parents=True, exist_ok=True)
+    cache.path.write_text("{not json")
+    cache.put("k", {"config": CFG})
+    assert list(tmp_path.glob("*.corrupt-*")) and TuneCache("GPU X", tmp_path).get("k")["config"] == CFG

@@ -89,3 +89,70 @@ def test_a_broadcast_operand_gets_candidates_that_can_run_it(mode):
     cands, source = tuner.candidates(call, mode, 10)
     assert source.startswith("model") and len(cands) == (1 if mode == "off" else 10)
     assert all(infeasible_reason(c, call.signature, call.device) is None for c in cands)
+
+
+def test_problem_of_reads_the_operands_majors():
+    """The problem the model ranks (and the compile check draws) has the call's own operand majors: a column-major A,
+    as the backward passes it, is not ranked as a row-major one."""
+    b = torch.randn(3, 24, 40)
+    row, col = torch.randn(28, 24), torch.randn(24, 28).t()
+    assert tuner_mod.problem_of(validate(row, b, OFFS)).a_major == "k"
+    assert tuner_mod.problem_of(validate(col, b, OFFS)).a_major == "m"
+    assert tuner_mod.problem_of(validate(row, b, OFFS)).b_major == "n"
+    assert tuner_mod.problem_of(validate(row, torch.randn(3, 40, 24).transpose(1, 2), OFFS)).b_major == "k"
+
+
+def test_fingerprint_is_this_gpus_properties_over_the_models():
+    """A model ranks with the GPU's own properties (a borrowed one too) and its own measured rates."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from autoheur.device import H100_SXM
+
+    pcie = dataclasses.replace(H100_SXM, name="NVIDIA H100 PCIe", sm_count=114, l2_bytes=50 << 20)
+    model = SimpleNamespace(device={**H100_SXM.to_dict(), "copy_GBps": 3350.0})
+    fp = tuner_mod._fingerprint(SimpleNamespace(device=pcie), model)
+    assert (fp["name"], fp["sm_count"], fp["l2_bytes"], fp["copy_GBps"]) == ("NVIDIA H100 PCIe", 114, 50 << 20, 3350.0)
+
+
+@pytest.mark.parametrize("mode", ["off", "predicted"])
+def test_the_fallback_list_offers_only_configs_that_can_run(monkeypatch, mode):
+    """Without a model, the fixed list is cut to what this GPU can run (an sm_86 part runs 1 of the H100 list's 10)
+    and to k: never an empty or infeasible candidate list."""
+    import dataclasses
+
+    from autoheur.device import H100_SXM
+    from autoheur.models import artifact
+
+    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None, spec=None: (None, "none"))
+    small = dataclasses.replace(H100_SXM, name="GPU small", compute_capability=(8, 6), smem_per_sm=101376,
+                                smem_per_block_optin=101376)  # fmt: skip
+    call = dataclasses.replace(validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS), device=small)
+    with pytest.warns(UserWarning, match="none"):
+        cands, source = tuner_mod.Tuner().candidates(call, mode, 2)
+    assert "fixed list" in source and 1 <= len(cands) <= (1 if mode == "off" else 2)
+    assert all(infeasible_reason(c, call.signature, small) is None for c in cands)
+    with pytest.warns(UserWarning, match="none"):
+        here, source = tuner_mod.Tuner().candidates(
+            validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS), mode, 3
+        )
+    assert len(here) == (1 if mode == "off" else 3) and source == f"best fixed list top-{len(here)}"
+
+
+def test_the_default_top_k_is_10(monkeypatch):
+    monkeypatch.delenv("AUTOHEUR_TOP_K", raising=False)  # the run-time tests' conftest sets 2
+    assert tuner_mod.top_k_setting() == 10
+
+
+def test_the_in_process_memo_keeps_aten_choices_apart(monkeypatch):
+    """A choice made with torch._grouped_mm among the candidates is not reused once AUTOHEUR_ATEN turns it off."""
+    from autoheur.inference.aten import ATEN
+
+    monkeypatch.setenv("AUTOHEUR_CACHE", "0")
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda call, cfgs, aten=False: (ATEN if aten else cfgs[0], 1.0))
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    tuner = tuner_mod.Tuner()
+    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: True)
+    assert tuner.config_for(call) is ATEN
+    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
+    assert tuner.config_for(call) is not ATEN

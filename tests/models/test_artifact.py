@@ -791,3 +791,62 @@ def test_a_model_whose_metadata_lacks_what_inference_reads_is_refused_on_load(tm
     joblib.dump(blob, tmp_path / "m.joblib")
     with pytest.raises(ValueError, match=rf"m.joblib.*{want}.*autoheur train"):
         TrainedModel.load(tmp_path / "m.joblib")
+
+
+def test_extrapolation_says_above_and_below_the_range():
+    from autoheur.problem import Problem
+
+    model = TrainedModel.load(artifact.MODELS_DIR / "inductor-nvidia-h200.joblib")
+    said = {n: model.extrapolation(Problem("2d3d", 8, (512,) * 8, 0, n, 4096)) for n in (1 << 16, 16, 2048)}
+    assert any(s.startswith("log2_call_n=") for s in said[1 << 16]) and any(
+        s.startswith("log2_call_n=") for s in said[16]
+    )
+    assert not any(s.startswith("log2_call_n=") for s in said[2048])
+
+
+def test_candidates_are_the_devices_own():
+    """The candidate cache keys on the device: a GPU with less shared memory is never offered the H100's configs."""
+    from autoheur.device import DeviceSpec
+    from autoheur.kernels.config import infeasible_reason
+    from autoheur.problem import Problem
+
+    model = TrainedModel.load(artifact.MODELS_DIR / "nvidia-h100-80gb-hbm3.joblib")
+    problem = Problem("2d3d", 8, (512,) * 8, 0, 2048, 4096)
+    model.top_k(problem, 10)  # the H100's candidates, cached
+    small = {**model.device, "name": "small", "smem_per_sm": 101376, "smem_per_block_optin": 101376}
+    spec = DeviceSpec.from_dict({k: small[k] for k in DeviceSpec.__dataclass_fields__})
+    got = model.candidates(problem, small)
+    assert got and all(infeasible_reason(c, problem.signature(), spec) is None for c in got)
+
+
+def test_a_borrowed_model_file_must_be_its_side_cars(tmp_path):
+    """The donor's model file is checked against its side-car as an own model is: another file under its name is
+    not borrowed."""
+    from autoheur.device import H200
+
+    where = tmp_path / "models"
+    where.mkdir()
+    shutil.copy(artifact.MODELS_DIR / "inductor-nvidia-h200.json", where / "inductor-nvidia-h200.json")
+    shutil.copy(artifact.MODELS_DIR / "inductor-nvidia-h100-80gb-hbm3.joblib", where / "inductor-nvidia-h200.joblib")
+    nvl = {**H200.to_dict(), "name": "NVIDIA H200 NVL"}
+    found, how = artifact.model_for_device("NVIDIA H200 NVL", where, family="inductor", spec=nvl)
+    assert found is None and "is unusable" in how and "describes" in how
+
+
+def test_a_side_car_names_its_training_data_and_is_a_record(tmp_path):
+    """A side-car whose training-data hash is not its model file's is refused; one that is JSON but not a record is
+    left out with a warning, and the other models are still found."""
+    where = tmp_path / "models"
+    where.mkdir()
+    for name in ("inductor-nvidia-h200", "inductor-nvidia-h100-80gb-hbm3"):
+        for suffix in (".joblib", ".json"):
+            shutil.copy(artifact.MODELS_DIR / f"{name}{suffix}", where / f"{name}{suffix}")
+    side = where / "inductor-nvidia-h200.json"
+    meta = json.loads(side.read_text())
+    side.write_text(json.dumps({**meta, "train_data_hash": "0" * 16}))
+    with pytest.raises(ValueError, match="train_data_hash differs"):
+        artifact.model_for_device("NVIDIA H200", where, family="inductor")
+    side.write_text("[1, 2]")
+    with pytest.warns(UserWarning, match="not a record"):
+        found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", where, family="inductor")
+    assert found is not None

@@ -75,3 +75,11 @@ def test_records_in_one_timestamp_tick_and_from_two_processes_lose_nothing(tmp_p
     procs = [subprocess.Popen([sys.executable, "-c", script, str(w), str(path)]) for w in (1, 2)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     assert len(ds.read_seen(path)) == 3 + 400
+
+
+def test_record_seen_refuses_ids_longer_than_16(tmp_path):
+    """An id of 18 hex digits starts like one of 16: refused whole, and nothing written (the list would be refused
+    on its next read)."""
+    with pytest.raises(ValueError, match="not problem ids"):
+        ds.record_seen(["00000000000000aa00"], tmp_path / "seen.txt")
+    assert not (tmp_path / "seen.txt").exists()
