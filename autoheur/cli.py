@@ -55,8 +55,42 @@ def cmd_space(args: argparse.Namespace) -> int:
     return 0
 
 
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in the help, but not the None or False of an option that has no value until given (its help says what
+    happens then)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _csv(text: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def _cannot_collect_here(problems, family: str) -> str | None:
+    """Why this host cannot collect these problems, before anything is written: no GPU and no interpreter, or bf16
+    in the interpreter (its bf16 dot is wrong: every row would be recorded `wrong`)."""
+    import torch
+
+    from autoheur.kernels.validate import interpreting
+
+    if family == "inductor" and not torch.cuda.is_available():
+        return "no CUDA GPU here: the Inductor family is timed by Inductor's own max-autotune on a GPU"
+    if torch.cuda.is_available() and not interpreting():
+        return None
+    if not interpreting():
+        return (
+            "no CUDA GPU here: set TRITON_INTERPRET=1 to collect in the Triton interpreter on the CPU (slow; its "
+            "timings are the CPU's)"
+        )
+    bf16 = sum(p.dtype == "bfloat16" for p in problems)
+    if bf16:
+        return (f"{bf16} of the {len(problems)} problems are bfloat16, which the Triton interpreter computes wrongly "
+                "(every row would be recorded `wrong`): collect them on a GPU, or give float16 or float32 problems "
+                "(--dtypes float16, or dtype in a --shapes file)")  # fmt: skip
+    return None
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
@@ -82,6 +116,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"autoheur collect: {exc}", file=sys.stderr)
         return 2
+    if not args.dry_run:
+        why = _cannot_collect_here(problems, args.family)
+        if why:
+            print(f"autoheur collect: {why}", file=sys.stderr)
+            return 2
     if args.dry_run:
         for p in problems[shard_spec[0] :: shard_spec[1]]:
             print(f"{p.layout} {p.dtype:8s} G={p.groups:<3d} rows={p.total:<7d} m={p.m} n={p.n} k={p.k} "
@@ -318,7 +357,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     device = None  # the model's own device record
     if not args.model and model is not None and trained_on != device_name:  # borrowed: ranks with this GPU's own
         device = {**model.device, **spec.to_dict()}
-    if not args.model and trained_on != device_name:  # borrowed, or the fixed list: said, as at run time
+    if spec is None and model is None:
+        how += f" ({device_name!r} is not this host's GPU: its architecture unknown, no model is borrowed for it)"
+    if args.json and not args.model and trained_on != device_name:  # borrowed or the fixed list: said beside the JSON
         print(f"autoheur predict: {how}", file=sys.stderr)
     if args.model and trained_on != device_name:  # it ranks as on its own device: say so, not as if it were this one
         how = f"model {args.model}, trained on {trained_on}"
@@ -460,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_space)
 
     p = sub.add_parser("collect", help="time the whole config space over many problems into a dataset",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
+                       formatter_class=_DefaultsHelp)  # fmt: skip
     src = p.add_argument_group("problems")
     src.add_argument("--workload", default="default", choices=WORKLOAD_CHOICES)
     src.add_argument("--count", type=int, default=400, help="problems in the workload")
@@ -489,10 +530,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "data/inductor-<device-slug>)")  # fmt: skip
     tm = p.add_argument_group("timing")
     tm.add_argument("--reps", type=int, default=5, help="timed runs per config that survives the first round")
-    tm.add_argument("--abort-factor", type=float,
-                    help="censor configs this much slower than the best (default: CollectOptions', 2)")  # fmt: skip
+    tm.add_argument("--abort-factor", type=float, help="censor configs this much slower than the best (default: 2)")
     tm.add_argument("--configs", help="comma-separated config ids: time only these (where feasible)")
-    tm.add_argument("--sample-configs", type=int, help="time a fixed random sample of this many feasible configs")
+    tm.add_argument("--sample-configs", type=int,
+                    help="time a fixed random sample of this many feasible configs (each compile key its own "
+                         "sample); a problem so collected counts as collected, so keep such trials in an --out of "
+                         "their own, not the device's dataset")  # fmt: skip
     p.set_defaults(fn=cmd_collect)
 
     p = sub.add_parser("data", help="inspect and combine datasets")

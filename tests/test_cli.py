@@ -84,3 +84,20 @@ def test_predict_on_a_gpu_without_a_model_borrows_its_kins(capsys, monkeypatch):
     as_pcie = [c.config_id for c, _ in donor.top_k(problem, 3, device={**donor.device, **pcie.to_dict()})]
     assert [t["config"] for t in got["top"]] == as_pcie  # ranked with this GPU's properties
     assert as_pcie != [c.config_id for c, _ in donor.top_k(problem, 3)]  # which the H100's own would not give
+
+
+def test_collect_says_what_this_host_cannot_collect_before_writing_anything(tmp_path, capsys, monkeypatch):
+    """No GPU and no interpreter, or bf16 in the interpreter (its bf16 dot is wrong: every row would read `wrong`):
+    exit 2 with what to do, and no dataset started."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32}\n')  # bfloat16, the default
+    out = tmp_path / "d"
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert main(["collect", "--shapes", str(shapes), "--out", str(out)]) == 2
+    assert "no CUDA GPU here: set TRITON_INTERPRET=1" in capsys.readouterr().err and not out.exists()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert main(["collect", "--shapes", str(shapes), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "1 of the 1 problems are bfloat16, which the Triton interpreter computes wrongly" in err and not out.exists()
+    assert main(["collect", "--shapes", str(shapes), "--dry-run"]) == 0  # a dry run only lists them

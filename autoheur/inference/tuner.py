@@ -53,6 +53,7 @@ from autoheur.problem import LAYOUTS, PaddedProblem, Problem
 log = logging.getLogger("autoheur")
 Choice = KernelConfig | AtenChoice  # what tuning picks: a Triton config, or torch._grouped_mm
 MODES = ("predicted", "off", "exhaustive")
+MODE_RANK = {"off": 0, "predicted": 1, "exhaustive": 2}  # a cached choice answers its own mode and weaker ones
 # The settle round (`settle_leaders`). A screen times each config's runs back to back in one batch behind a GPU sleep,
 # so a config's place in the batch is part of its figure: on long compute-bound kernels the clocks fall as the power
 # draw rises, and one H100 run timed one config at 5.73 and 5.23 ms in one process. The leaders are timed again
@@ -257,11 +258,17 @@ class Tuner:
             return chosen
 
     def _lookup(self, tkey: TuneKey, call: GemmCall, aten: bool) -> Choice | None:
-        """A choice tuned earlier (this process or, through the disk cache, another one); None for a miss, and for a
-        cached config that cannot run this call (check_config would refuse it), which is then tuned again and
-        overwritten rather than failing every call with this key."""
+        """A choice tuned earlier (this process or, through the disk cache, another one); None for a miss, for a
+        choice made in a weaker mode than the current one (an untimed AUTOHEUR_TUNE=off pick is no answer to
+        `predicted`, nor a predicted top-k to `exhaustive`; MODE_RANK), and for a cached config that cannot run this
+        call (check_config would refuse it); each is then tuned again and overwritten rather than kept for good."""
         hit = self.cache(call.device.name, aten).get(tkey.to_str())
         if hit is None:
+            return None
+        mode = tune_mode()
+        if MODE_RANK.get(hit.get("mode"), MODE_RANK["predicted"]) < MODE_RANK[mode]:
+            log.info("autoheur: cached choice for %s was made with AUTOHEUR_TUNE=%s: tuning again (%s)",
+                     tkey.to_str(), hit.get("mode"), mode)  # fmt: skip
             return None
         choice = choice_from_id(hit["config"])
         reason = None if isinstance(choice, AtenChoice) else infeasible_reason(choice, call.signature, call.device)

@@ -91,3 +91,13 @@ def test_a_callers_padded_view_is_tuned_and_computed(layout):
         a, b = torch.randn(3, 20, device=DEVICE), torch.randn(20, 4, device=DEVICE)[:, :3]
     offs = torch.tensor([5, 8, 20], dtype=torch.int32, device=DEVICE)
     torch.testing.assert_close(grouped_mm(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the interpreter's bf16 only")
+def test_bfloat16_on_the_cpu_is_refused_before_any_launch(monkeypatch):
+    """The interpreter's bf16 dot is wrong (garbage, not rounding): refused with what to do, not computed."""
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda *a, **k: pytest.fail("tuned a bf16 call on the CPU"))
+    a, b = torch.randn(28, 24, dtype=torch.bfloat16), torch.randn(3, 24, 40, dtype=torch.bfloat16)
+    for fn in (grouped_mm, lambda *args: torch.ops.autoheur.grouped_mm(*args, None)):
+        with pytest.raises(TypeError, match="bfloat16 on the CPU: the Triton interpreter"):
+            fn(a, b, OFFS)

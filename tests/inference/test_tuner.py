@@ -156,3 +156,34 @@ def test_the_in_process_memo_keeps_aten_choices_apart(monkeypatch):
     assert tuner.config_for(call) is ATEN
     monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
     assert tuner.config_for(call) is not ATEN
+
+
+def test_a_cached_choice_answers_only_its_own_mode_and_weaker_ones(monkeypatch):
+    """An untimed AUTOHEUR_TUNE=off pick in the disk cache is tuned again when a later process asks for `predicted`
+    (a quick smoke test must not leave production on untimed configs), and a predicted one again for `exhaustive`;
+    a stronger mode's choice answers a weaker mode's request."""
+    timed = []
+
+    def fake_timing(call, cfgs, aten=False):
+        timed.append(len(cfgs))
+        return cfgs[-1], 1.0
+
+    monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
+    monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
+    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    key = tune_key(call).to_str()
+
+    def run(mode):
+        monkeypatch.setenv("AUTOHEUR_TUNE", mode)
+        return tuner_mod.Tuner().config_for(call)  # a fresh process: the disk cache only
+
+    run("off")
+    assert timed == [] and tuner_mod.Tuner().cache(call.device.name).get(key)["mode"] == "off"
+    picked = run("predicted")
+    assert timed == [2] and tuner_mod.Tuner().cache(call.device.name).get(key)["mode"] == "predicted"
+    assert run("predicted") == picked and run("off") == picked and timed == [2]  # answered from the cache
+    run("exhaustive")
+    assert len(timed) == 2 and timed[1] > 2  # the whole space this time
+    run("predicted")
+    assert len(timed) == 2
