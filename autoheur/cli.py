@@ -93,6 +93,15 @@ def _cannot_collect_here(problems, family: str) -> str | None:
     return None
 
 
+def _done_count(out: Path) -> str:
+    from autoheur.collect.store import DatasetStore
+
+    try:
+        return str(len(DatasetStore.load(out).done_problems()))
+    except Exception:  # noqa: BLE001 - a dataset not started yet, or unreadable: the count is only a courtesy
+        return "no"
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     from autoheur.collect.runner import CollectOptions, collect, device_spec, parse_shard
     from autoheur.collect.shapes import ShapesError, load_shapes
@@ -144,6 +153,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a mismatched dataset: the message says what to do
         print(f"autoheur collect: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"autoheur collect: interrupted; {_done_count(out)} problems of {out} are saved (the one in flight is "
+              "not, nor any half of it); the same command again goes on where this one stopped",
+              file=sys.stderr)  # fmt: skip
+        return 130
     print(json.dumps(summary, indent=2, default=str))
     return 1 if summary.get("errors") else 0
 

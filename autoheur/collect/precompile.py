@@ -218,6 +218,19 @@ def _warm_worker() -> int:
     return os.getpid()
 
 
+def stop_now(executor: ProcessPoolExecutor) -> None:
+    """Cancel what is queued and end the workers at once. A `with` block's exit would instead wait for every queued
+    job (minutes of compiling, after a Ctrl-C during a precompile), and a second Ctrl-C would then leave the workers
+    running on."""
+    workers = list((getattr(executor, "_processes", None) or {}).values())  # private: read defensively
+    executor.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in workers:
+        proc.join(timeout=5)
+
+
 def check_many(
     jobs: list[tuple[Problem, KernelConfig]],
     workers: int | None = None,
@@ -259,8 +272,13 @@ def check_many(
             else:
                 init_args = (os.environ.get("TRITON_CACHE_DIR"),)
                 ctx = mp.get_context("spawn")
-                with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=init_args) as ex:
+                ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=init_args)
+                try:
                     run_on(ex, pending)
+                except BaseException:  # Ctrl-C (or an error): stop now, not after every queued job
+                    stop_now(ex)
+                    raise
+                ex.shutdown(wait=True)
         except BrokenProcessPool:
             if pool is not None:
                 pool.discard()

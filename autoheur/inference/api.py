@@ -103,11 +103,6 @@ def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
                 return aten_grouped_mm(call)
         return bound(a, b, offs)
     call = validate(a, b, offs, out_dtype, check_offsets=check_offsets)
-    if a.dtype == torch.bfloat16 and a.device.type == "cpu":
-        raise TypeError(
-            "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no bfloat16; "
-            "see the README's Tests), so run bf16 on a GPU, or use float16 or float32 on the CPU"
-        )
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
     if out.numel() == 0 or call.groups == 0:  # no groups: every row (or column) is past the last offset
         return out

@@ -244,7 +244,13 @@ class Tuner:
         return picks, f"best fixed list top-{len(picks)}"
 
     def config_for(self, call: GemmCall) -> Choice:
-        """The tuned choice for a validated call: a KernelConfig, or ATEN (run torch._grouped_mm; aten.py)."""
+        """The tuned choice for a validated call: a KernelConfig, or ATEN (run torch._grouped_mm; aten.py). A bf16 call
+        on the CPU is refused: the Triton interpreter computes bf16 products wrongly (its dot), not merely roughly."""
+        if call.a.dtype == torch.bfloat16 and call.a.device.type == "cpu":
+            raise TypeError(
+                "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no "
+                "bfloat16; see the README's set-up), so run bf16 on a GPU, or use float16 or float32 on the CPU"
+            )
         tkey = tune_key(call)
         aten = aten_for(call)
         chosen = self._chosen.get((tkey, aten))

@@ -152,3 +152,49 @@ def test_checks_run_on_the_callers_gpu_not_gpu_0(threads):
     with torch.cuda.device(0):  # the caller's current device is not the target: the device argument decides
         results = precompile(TINY, cfgs, workers=2, threads=threads, device=torch.device("cuda", 1))
     assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
+
+
+def test_an_interrupt_stops_the_workers_at_once(monkeypatch):
+    """Ctrl-C during a precompile: the queued jobs are cancelled and the workers ended, not waited for (a `with`
+    block's exit waited for every queued job: minutes, and a second Ctrl-C left the workers running)."""
+    from autoheur.collect import precompile as pc
+    from autoheur.kernels.config import KernelConfig
+    from autoheur.problem import Problem
+
+    seen = {}
+
+    class Worker:
+        def __init__(self):
+            self.alive, self.joined = True, False
+
+        def is_alive(self):
+            return self.alive
+
+        def terminate(self):
+            self.alive = False
+
+        def join(self, timeout=None):
+            self.joined = True
+
+    class Executor:
+        def __init__(self, *args, **kwargs):
+            self._processes = {1: Worker(), 2: Worker()}
+            seen["executor"] = self
+
+        def submit(self, fn, *args):
+            return object()
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            seen["shutdown"] = (wait, cancel_futures)
+
+    def interrupted(futures):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pc, "ProcessPoolExecutor", Executor)
+    monkeypatch.setattr(pc, "as_completed", interrupted)
+    problem = Problem("2d3d", 2, (16, 16), 0, 32, 32, "float32")
+    jobs = [(problem, KernelConfig(64, 64, 32, 2, 4))] * 8
+    with pytest.raises(KeyboardInterrupt):
+        pc.check_many(jobs, workers=2)
+    assert seen["shutdown"] == (False, True)
+    assert all(not w.alive and w.joined for w in seen["executor"]._processes.values())
