@@ -356,8 +356,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
-    device_name = _device_name(args.device)
     spec = _device_spec(args.device)
+    device_name = spec.name if spec is not None else args.device
     try:
         model, how = (
             (TrainedModel.load(args.model), f"model {args.model}")
@@ -456,16 +456,6 @@ def _positive_int(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer (at least 1), got {n}")
     return n
-
-
-def _device_name(arg: str | None) -> str:
-    from autoheur.device import PRESETS, current_device_spec
-
-    if arg in PRESETS:
-        return PRESETS[arg].name
-    if arg:
-        return arg
-    return current_device_spec().name
 
 
 def _device_spec(arg: str | None):

@@ -31,20 +31,19 @@ from autoheur.models.design_seen import SEEN_FILE, read_seen  # noqa: E402
 from benchmarks.by_kind import kind  # noqa: E402
 
 
-def streams(seed: int, count: int):
-    """The four streams, each at least `count` long but the models' (their grid: about 900 forwards, 1,800
-    gradients), drawn as they are taken; the sampled mix has no end, so `fresh` always finds `count` new problems."""
-    forwards = wl._model_problem_stream(seed)
-    gradients = (g for fwd in wl._model_problem_stream(seed) for g in wl.gradient_problems(fwd))
+def streams(seed: int):
+    """The four streams, drawn as they are taken: the models' end with their grid (about 900 forwards, 1,800
+    gradients), the sampled ones have no end, so `fresh` always finds the problems it is asked for."""
     combos = (("2d3d", "bfloat16"), ("2d3d", "float16"), ("2d2d", "bfloat16"))  # three shapes from one generator
-    return [forwards, gradients, wl._sampled_stream(seed, combos), iter(wl.sampled_grad_a_problems(count, seed + 1))]
+    return [wl._model_problem_stream(seed), wl._backward_stream(seed), wl._sampled_stream(seed, combos),
+            wl._sampled_grad_a_stream(seed + 1)]  # fmt: skip
 
 
 def fresh(seed: int, count: int, seen: set[str]) -> list:
     """`count` problems of the four streams in turn, none in `seen`, no id twice. The turns stay even while every
     stream lasts: for lists up to about 3,600 (the models' grid ends there)."""
     out, ids = [], set(seen)
-    for group in itertools.zip_longest(*streams(seed, count)):
+    for group in itertools.zip_longest(*streams(seed)):
         for p in group:
             if p is None:  # a stream that ended
                 continue

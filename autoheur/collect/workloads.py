@@ -261,12 +261,13 @@ def backward_problems(count: int, seed: int = 0) -> list[Problem]:
     two together: `count` of them. No forward problem has these majors (2d3d with W N-contiguous) or these 2d2d
     shapes. The public problems' own gradients are left out: at 13-116 s of screening each on an H100 (their
     forwards' collection times), 36 of them would cost as much as about 300 of the grid's."""
-    out: list[Problem] = []
+    return list(itertools.islice(_backward_stream(seed), count))
+
+
+def _backward_stream(seed: int = 0) -> Iterator[Problem]:
+    """`backward_problems`' list, each forward's two gradients drawn as they are reached."""
     for fwd in _model_problem_stream(seed):
-        if len(out) >= count:
-            break
-        out.extend(gradient_problems(fwd))
-    return out[:count]
+        yield from gradient_problems(fwd)
 
 
 # -- problems sampled beyond the models ------------------------------------------------------------------------------
@@ -336,9 +337,13 @@ def sampled_grad_a_problems(count: int, seed: int = 0) -> list[Problem]:
     bf16 forwards, in `sampled_problems(count, seed)` order: `count` of them. The backward workload has this layout
     only for the public-model grid, and it is the kind the rankers place worst; the sampled 2d2d layout already has
     grad_b's majors. A gradient over the cost caps is skipped (none is today: grad_a moves the forward's bytes)."""
+    return list(itertools.islice(_sampled_grad_a_stream(seed), count))
+
+
+def _sampled_grad_a_stream(seed: int = 0) -> Iterator[Problem]:
+    """`sampled_grad_a_problems`' list, without end."""
     grads = (gradient_problems(fwd)[0] for fwd in _sampled_stream(seed, (("2d3d", "bfloat16"),)))
-    within = (g for g in grads if roofline_ms(g) <= MAX_ROOFLINE_MS and g.min_bytes() <= MAX_BYTES)
-    return list(itertools.islice(within, count))
+    return (g for g in grads if roofline_ms(g) <= MAX_ROOFLINE_MS and g.min_bytes() <= MAX_BYTES)
 
 
 # -- the list a collection works through -----------------------------------------------------------------------------
