@@ -70,14 +70,14 @@ class ChoiceFilter:
 def default_model(directory: Path | None = None):
     """The Inductor-grid model shipped for this GPU (`autoheur train` on a `--family inductor` dataset), or None."""
     from autoheur.device import current_device_spec
-    from autoheur.models.artifact import MODELS_DIR, model_for_device
+    from autoheur.models.artifact import model_for_device
 
     try:
         name = current_device_spec().name
     except Exception as exc:  # no GPU here
         log.info("autoheur.inductor: no device to pick a model for (%s)", exc)
         return None
-    model, how = model_for_device(name, Path(directory or MODELS_DIR), family="inductor")
+    model, how = model_for_device(name, Path(directory) if directory else None, family="inductor")
     log.info("autoheur.inductor: %s", how)
     return model
 

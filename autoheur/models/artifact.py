@@ -335,8 +335,21 @@ def _shipped(directory: Path, family: str, unreadable: list[str] | None = None) 
 NEAR_KEYS = ("sm_count", "l2_bytes", "smem_per_sm", "smem_per_block_optin", "regs_per_sm", "max_threads_per_sm")
 
 
+def model_dirs() -> list[Path]:
+    """Where run-time lookups find models: $AUTOHEUR_MODELS_DIR first (a GPU's own model trained outside the
+    checkout, e.g. `autoheur train --out $AUTOHEUR_MODELS_DIR/<device-slug>.joblib`), then the shipped `models/`."""
+    extra = os.environ.get("AUTOHEUR_MODELS_DIR")
+    return ([Path(extra)] if extra else []) + [MODELS_DIR]
+
+
+def _models_in(directory: Path | None, family: str, unreadable: list[str]) -> list[tuple[Path, dict]]:
+    """`_shipped` over `directory`, or over `model_dirs()` in order (the first a GPU's model is found in wins)."""
+    dirs = [Path(directory)] if directory is not None else model_dirs()
+    return [m for d in dirs for m in _shipped(d, family, unreadable)]
+
+
 def model_for_device(
-    device_name: str, directory: Path = MODELS_DIR, family: str = "triton", spec: dict | None = None
+    device_name: str, directory: Path | None = None, family: str = "triton", spec: dict | None = None
 ) -> tuple[TrainedModel | None, str]:
     """(the shipped model of `family` trained on `device_name`, or None and a message naming the fallback). The
     model file must be the one its side-car describes: a model copied over another's file is refused, not used as
@@ -349,7 +362,7 @@ def model_for_device(
     0.956 / 0.882; a model of the H200's data alone on the H100's 8,795: 0.998 / 0.994 against 0.969 / 0.920;
     BENCHMARKS.md, stops 61 and 79). The borrowed model's message says so; the caller warns with it."""
     unreadable: list[str] = []
-    models = _shipped(directory, family, unreadable)
+    models = _models_in(directory, family, unreadable)
     for path, side in models:
         device = side.get("device")
         if isinstance(device, dict) and device.get("name") == device_name:
@@ -443,9 +456,10 @@ def check_side_car(meta: dict, side: dict, path: Path, device_name: str, family:
         )
 
 
-def fallback_list(directory: Path = MODELS_DIR) -> list[str]:
-    """The best fixed list of the first shipped model (any device): better than nothing, and said so."""
-    for _, meta in _shipped(directory, "triton"):
+def fallback_list(directory: Path | None = None) -> list[str]:
+    """The best fixed list of the first model found (any device; `model_dirs()` by default): better than nothing,
+    and said so."""
+    for _, meta in _models_in(directory, "triton", []):
         if meta.get("fixed_list"):
             return list(meta["fixed_list"])
     warnings.warn("no shipped model: the fallback list is empty", stacklevel=2)

@@ -850,3 +850,22 @@ def test_a_side_car_names_its_training_data_and_is_a_record(tmp_path):
     with pytest.warns(UserWarning, match="not a record"):
         found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", where, family="inductor")
     assert found is not None
+
+
+def test_a_models_directory_of_ones_own_comes_before_the_shipped_one(trained, tmp_path, monkeypatch):
+    """$AUTOHEUR_MODELS_DIR: a GPU's model trained outside the checkout is found first (run time, predict, the fallback
+    list); unset, the shipped models/ as before."""
+    model, path = trained
+    own = tmp_path / "own"
+    own.mkdir()
+    shutil.copy(path, own / path.name)
+    shutil.copy(path.with_suffix(".json"), own / path.with_suffix(".json").name)
+    name = model.device["name"]
+    shipped, _ = artifact.model_for_device(name)
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(own))
+    assert artifact.model_dirs() == [own, artifact.MODELS_DIR]
+    found, how = artifact.model_for_device(name)
+    assert found.meta["train_data_hash"] == model.meta["train_data_hash"] != shipped.meta["train_data_hash"]
+    assert path.name in how and artifact.fallback_list() == model.fixed_list
+    monkeypatch.delenv("AUTOHEUR_MODELS_DIR")
+    assert artifact.model_for_device(name)[0].meta["train_data_hash"] == shipped.meta["train_data_hash"]
