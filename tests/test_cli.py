@@ -101,3 +101,16 @@ def test_collect_says_what_this_host_cannot_collect_before_writing_anything(tmp_
     err = capsys.readouterr().err
     assert "1 of the 1 problems are bfloat16, which the Triton interpreter computes wrongly" in err and not out.exists()
     assert main(["collect", "--shapes", str(shapes), "--dry-run"]) == 0  # a dry run only lists them
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`autoheur ... | head`: the pipe closes under the command; it ends quietly (exit 0), not with a BrokenPipeError
+    traceback."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom autoheur import cli\n"
+            "def gone(args):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "cli.cmd_space = gone\nsys.exit(cli.main(['space']))\n")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
