@@ -732,6 +732,22 @@ def test_fresh_problems_leave_out_the_seen_ids_and_mix_the_kinds(tmp_path, monke
             mod.main()
 
 
+def test_fresh_problems_only_the_zipf_weight_gradients():
+    """`--only 2d2d-zipf`: sampled 2D x 2D bf16 problems with Zipf routing and nothing else, still seeded, none seen,
+    no id twice; an unknown choice refused."""
+    mod = _load("fresh_problems")
+    first = mod.fresh(5, 12, set(), "2d2d-zipf")
+    ids = [problem_id(p) for p in first]
+    assert len(set(ids)) == 12 and ids == [problem_id(p) for p in mod.fresh(5, 12, set(), "2d2d-zipf")]
+    assert all(p.layout == "2d2d" and p.dtype == "bfloat16" and p.name.endswith("/zipf") for p in first)
+    mixed = [p.name for p in mod.fresh(5, 12, set())]
+    assert not all(n.endswith("/zipf") for n in mixed)  # the default still mixes
+    again = mod.fresh(5, 12, set(ids[:5]), "2d2d-zipf")
+    assert [problem_id(p) for p in again][:7] == ids[5:]
+    with pytest.raises(ValueError, match="only="):
+        mod.fresh(5, 2, set(), "zipf")
+
+
 def test_the_shipped_fresh_set_is_held_out():
     """data/fresh-nvidia-h200: the problems of the shipped fresh list, none of them in a training set (what the
     fresh reading in BENCHMARKS.md, stop 79, rests on), and listed in models/design-seen.txt since the run-time
