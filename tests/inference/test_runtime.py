@@ -9,6 +9,7 @@ import json
 import logging
 import multiprocessing as mp
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,6 +25,13 @@ from autoheur.kernels.reference import reference_grouped_mm
 from autoheur.kernels.validate import validate
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
+# A device call's tree, trimmed to its 64 MiB carry limit, leaves the shipped H100 model out (stop 80): the tests that
+# load it skip there. On a CPU host (CI, a full checkout) they always run, so a missing file fails them.
+NEEDS_H100_MODEL = pytest.mark.skipif(
+    DEVICE == "cuda"
+    and not (Path(__file__).resolve().parents[2] / "models" / "nvidia-h100-80gb-hbm3.joblib").is_file(),
+    reason="models/nvidia-h100-80gb-hbm3.joblib is not in this (trimmed) checkout",
+)
 OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
 
 
@@ -309,6 +317,7 @@ def test_no_model_for_the_device_falls_back_with_one_warning(monkeypatch):
     assert sum("no shipped model" in str(x.message) for x in w) == 1
 
 
+@NEEDS_H100_MODEL
 def test_a_gpu_without_a_model_borrows_its_kins_with_one_warning():
     """A GPU of the shipped models' architecture with no model of its own ranks with the nearest one's (one warning
     that says so), not with the fixed list; the nearest by its properties."""

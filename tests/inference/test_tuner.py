@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,13 @@ from autoheur.kernels.reference import reference_grouped_mm
 from autoheur.kernels.validate import validate
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py decides
+# A device call's tree, trimmed to its 64 MiB carry limit, leaves the shipped H100 model out (stop 80): the tests that
+# load it skip there. On a CPU host (CI, a full checkout) they always run, so a missing file fails them.
+NEEDS_H100_MODEL = pytest.mark.skipif(
+    DEVICE == "cuda"
+    and not (Path(__file__).resolve().parents[2] / "models" / "nvidia-h100-80gb-hbm3.joblib").is_file(),
+    reason="models/nvidia-h100-80gb-hbm3.joblib is not in this (trimmed) checkout",
+)
 OFFS = torch.tensor([5, 5, 28], dtype=torch.int32, device=DEVICE)
 
 
@@ -73,6 +81,7 @@ def test_a_cached_config_that_cannot_run_the_call_is_retuned_and_overwritten(mon
     assert now != tma.config_id and infeasible_reason(KernelConfig.from_id(now), call.signature, call.device) is None
 
 
+@NEEDS_H100_MODEL
 @pytest.mark.parametrize("mode", ["off", "predicted"])
 def test_a_broadcast_operand_gets_candidates_that_can_run_it(mode):
     """`a` expanded from one row: its shape would take TMA, but a stride of 0 goes by pointers. The shipped H100 model
