@@ -760,3 +760,17 @@ def test_the_shipped_fresh_set_is_held_out():
     for name in ("nvidia-h200", "nvidia-h100-80gb-hbm3", "inductor-nvidia-h200", "inductor-nvidia-h100-80gb-hbm3"):
         assert fresh.isdisjoint(DatasetStore.load(ROOT / "data" / name).done_problems()), name
     assert fresh <= read_seen()
+
+
+def test_the_shipped_fresh_zipf_set_is_held_out_and_unseen():
+    """data/fresh-zipf2d2d-nvidia-h200 (stop 80): problems of the seed-80 `--only 2d2d-zipf` list, none in a training
+    set nor in the first fresh set, and none in models/design-seen.txt: no choice has used their figures yet. A choice
+    that does must list them there (and this test then says so, with the stop)."""
+    from autoheur.models.design_seen import read_seen
+
+    fresh = set(DatasetStore.load(ROOT / "data" / "fresh-zipf2d2d-nvidia-h200").done_problems())
+    listed = {problem_id(p) for p in load_shapes(ROOT / "benchmarks" / "fresh_s80_problems.jsonl")}
+    assert len(fresh) == 344 and fresh <= listed
+    for name in ("nvidia-h200", "nvidia-h100-80gb-hbm3", "fresh-nvidia-h200"):
+        assert fresh.isdisjoint(DatasetStore.load(ROOT / "data" / name).done_problems()), name
+    assert fresh.isdisjoint(read_seen())
