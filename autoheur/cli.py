@@ -536,11 +536,13 @@ def build_parser() -> argparse.ArgumentParser:
     tm = p.add_argument_group("timing")
     tm.add_argument("--reps", type=int, default=5, help="timed runs per config that survives the first round")
     tm.add_argument("--abort-factor", type=float, help="censor configs this much slower than the best (default: 2)")
-    tm.add_argument("--configs", help="comma-separated config ids: time only these (where feasible)")
+    tm.add_argument(
+        "--configs", help="comma-separated config ids: time only these (where feasible); a trial, as --sample-configs"
+    )
     tm.add_argument("--sample-configs", type=int,
                     help="time a fixed random sample of this many feasible configs (each compile key its own "
-                         "sample); a problem so collected counts as collected, so keep such trials in an --out of "
-                         "their own, not the device's dataset")  # fmt: skip
+                         "sample): a trial. Its dataset records the sample, and a collection of the whole space (or "
+                         "of another subset) into it is refused: give a trial an --out of its own")  # fmt: skip
     p.set_defaults(fn=cmd_collect)
 
     p = sub.add_parser("data", help="inspect and combine datasets")

@@ -53,6 +53,7 @@ def info(root: Path) -> dict:
                 "path": str(r),
                 "device": store.meta.device_name,
                 "family": store.meta.family,
+                "config_subset": None if store.meta.configs == "all" else store.meta.configs,
                 "rows": rows,
                 "problems": problems,
                 **{f"{PAST[kind]}_rows": _rows(store.retimes(kind).values()) for kind in RETIME_KINDS},
@@ -108,7 +109,10 @@ def format_info(d: dict) -> str:
         family = "" if ds.get("family", "triton") == "triton" else f" ({ds['family']} family)"
         again = [f"{ds[f'{PAST[k]}_rows']} {PAST[k]}" for k in RETIME_KINDS if ds.get(f"{PAST[k]}_rows")]
         retimed = f" ({', '.join(again)})" if again else ""
-        lines.append(f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows{retimed}")
+        subset = f", a trial over a config subset ({ds['config_subset']})" if ds.get("config_subset") else ""
+        lines.append(
+            f"  {ds['path']}: {ds['device']}{family}, {ds['problems']} problems, {ds['rows']} rows{retimed}{subset}"
+        )
     total = max(d["rows"], 1)
     lines.append("status:  " + "  ".join(f"{k} {v} ({100 * v / total:.1f}%)" for k, v in d["status"].items()))
     lines.append("layouts: " + "  ".join(f"{k} {v}" for k, v in d["layouts"].items()))

@@ -248,7 +248,7 @@ def _remeasure(
     store = DatasetStore.load(Path(root))
     if store.meta.family != "triton":
         raise ValueError(f"{root} holds the {store.meta.family!r} family: {kind} measures the 'triton' family only")
-    meta = runner.dataset_metadata(0, "triton")
+    meta = replace(runner.dataset_metadata(0, "triton"), configs=store.meta.configs)  # a trial stays one
     try:  # the check write_retime makes, before any GPU work
         check_retime_metadata(store.meta, meta)
     except ValueError as exc:

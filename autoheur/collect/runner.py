@@ -193,6 +193,16 @@ def _validated(problem: Problem):
     return validate(*problem.make_inputs(where), check_offsets=False)
 
 
+def configs_label(opts: CollectOptions) -> str:
+    """What `feasible_for` keeps of each problem's space, for the dataset's metadata (`Metadata.configs`): "all", or
+    the subset a trial takes, so that a trial and a full-space collection never share a dataset."""
+    if opts.config_ids is not None:
+        return "list:" + hashlib.sha256(",".join(sorted(set(opts.config_ids))).encode()).hexdigest()[:12]
+    if opts.config_sample is not None:
+        return f"sample:{opts.config_sample}:seed{opts.seed}"
+    return "all"
+
+
 def feasible_for(problem: Problem, spec: DeviceSpec, opts: CollectOptions) -> list[KernelConfig]:
     """The configs a problem's rows cover: its feasible space, or the requested subset of it."""
     feas = feasible_configs(_validated(problem.shrunk()).signature, spec)
@@ -578,7 +588,7 @@ def collect(
         log(f"{len(idle)} problems never launch the kernel (empty output, e.g. {idle[0].name or idle[0]}): skipped")
         problems = [p for p in problems if p.launches]
     mine = shard(problems, *shard_spec)
-    meta = dataset_metadata(0, opts.family)
+    meta = replace(dataset_metadata(0, opts.family), configs=configs_label(opts))
     store = DatasetStore.open(Path(root), meta, new=new)
     done = store.done_problems()
     todo = [p for p in mine if problem_id(p) not in done]

@@ -229,6 +229,9 @@ class Metadata:
     schema_version: int = SCHEMA_VERSION
     timing_version: int = 1  # collect.timing.TIMING_VERSION of the run; absent in the first datasets, which were v1
     family: str = "triton"  # the kernel family timed: "triton" (autoheur's kernel) or "inductor" (Inductor's template)
+    # The configs each problem's rows cover: "all" (its whole feasible space), or a trial's subset, "sample:N:seedS"
+    # (`collect --sample-configs N`) or "list:<hash>" (`--configs`). Absent in datasets before stop 80: all.
+    configs: str = "all"
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     def __post_init__(self) -> None:
@@ -275,6 +278,9 @@ class Metadata:
             a, b = getattr(self, name), getattr(other, name)
             if a != b:
                 out.append(f"{name}: {a!r} != {b!r}")
+        if self.configs != other.configs:  # a problem's oracle is the best of what was timed: subsets do not mix
+            out.append(f"configs: {self.configs!r} != {other.configs!r} (a config-subset trial and a full-space "
+                       "collection, or two trials of other subsets, do not mix)")  # fmt: skip
         return out
 
 

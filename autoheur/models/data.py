@@ -13,6 +13,7 @@ filter (autoheur.inductor.filter) never ranks them, and neither training nor the
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -382,6 +383,18 @@ def check_space(meta, path: str | Path) -> None:
         )
 
 
+def warn_subset(meta, path: str | Path) -> None:
+    """One warning for a dataset collected over a config subset (`collect --sample-configs` / `--configs`): its
+    problems' "oracle" is the best of the subset, so what is trained or measured on it says nothing of the space."""
+    if meta.configs != "all":
+        warnings.warn(
+            f"{path} is a trial over a config subset ({meta.configs}): each problem's best is the subset's, not the "
+            "space's, so a model or figure from it says nothing of the whole space; collect without "
+            "--sample-configs/--configs for that",
+            stacklevel=3,
+        )
+
+
 def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd.DataFrame, dict, str]:
     """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset of another
     config space is refused, and one timed on another version of the kernel unless `allow_stale_kernel`."""
@@ -389,6 +402,7 @@ def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd
 
     store = DatasetStore.load(Path(path))
     check_space(store.meta, path)
+    warn_subset(store.meta, path)
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     return offered_rows(store.read(COLUMNS), store.meta.family), dict(store.meta.device), store.meta.space_hash
@@ -417,6 +431,7 @@ def load_ranking_set(
 
     store = DatasetStore.load(Path(path))
     check_space(store.meta, path)
+    warn_subset(store.meta, path)
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     device = dict(store.meta.device)

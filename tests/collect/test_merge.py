@@ -45,6 +45,18 @@ def test_merge_dedupes_and_refuses(tmp_path):
         merge([tmp_path / "s1"], tmp_path / "s1")
 
 
+def test_merge_refuses_to_mix_a_config_subset_trial_with_a_full_dataset(tmp_path):
+    fill(tmp_path / "full", PROBLEMS[:1])
+    fill(tmp_path / "trial", PROBLEMS[1:2], meta=make_meta(configs="sample:3:seed0"))
+    with pytest.raises(ValueError, match="configs: 'all' != 'sample:3:seed0'.*do not mix"):
+        merge([tmp_path / "trial"], tmp_path / "full")
+    with pytest.raises(ValueError, match="cannot merge.*configs"):
+        merge([tmp_path / "full", tmp_path / "trial"], tmp_path / "both")
+    assert DatasetStore.load(tmp_path / "full").done_problems() == {problem_id(PROBLEMS[0])}  # nothing written
+    assert info(tmp_path / "trial")["datasets"][0]["config_subset"] == "sample:3:seed0"
+    assert info(tmp_path / "full")["datasets"][0]["config_subset"] is None
+
+
 def test_merge_copies_retimes(tmp_path):
     a = fill(tmp_path / "a", PROBLEMS[:2])
     a.write_retime(PROBLEMS[0], retimed_table(PROBLEMS[0]), make_meta(timing_version=3))

@@ -278,6 +278,40 @@ def test_two_workers_share_the_problems(tmp_path):
     assert DatasetStore.load(tmp_path / "ds").done_problems() == {problem_id(p) for p in TINY}
 
 
+def test_a_config_subset_trial_and_a_full_collection_never_share_a_dataset(tmp_path):
+    """A `--sample-configs` (or `--configs`) trial's problems count as collected; so its dataset says what it covers,
+    and a collection of another subset or of the whole space is refused there before any work (else the trial's
+    problems would be skipped as done and the dataset would mix oracles of subsets and of the space)."""
+    root = tmp_path / "ds"
+
+    def opts(**kw):  # time_limit_s: open the dataset, collect nothing
+        return CollectOptions(reps=1, workers=1, time_limit_s=1e-9, **kw)
+
+    assert collect(TINY, root, opts(config_sample=3, seed=5), log=quiet)["done"] == 0
+    assert DatasetStore.load(root).meta.configs == "sample:3:seed5"
+    for other in (opts(), opts(config_sample=4, seed=5), opts(config_sample=3, seed=6), opts(config_ids=IDS)):
+        with pytest.raises(ValueError, match="configs: 'sample:3:seed5' != .*do not mix.*--new-dataset"):
+            collect(TINY, root, other, log=quiet)
+    collect(TINY, root, opts(config_sample=3, seed=5), log=quiet)  # the same trial resumes
+    assert runner.configs_label(CollectOptions()) == "all"
+    assert runner.configs_label(CollectOptions(config_ids=("b", "a", "b"))) == runner.configs_label(
+        CollectOptions(config_ids=("a", "b"))
+    )
+    assert runner.configs_label(CollectOptions(config_ids=("a",))).startswith("list:")
+
+
+def test_a_trial_says_so_in_info_and_when_loaded_for_training(tmp_path):
+    from autoheur.collect.info import format_info, info
+    from autoheur.models.data import load_dataset
+
+    root = tmp_path / "trial"
+    assert collect(TINY[:1], root, CollectOptions(reps=1, workers=1, config_sample=3), log=quiet)["done"] == 1
+    assert "a trial over a config subset (sample:3:seed0)" in format_info(info(root))
+    with pytest.warns(UserWarning, match=r"trial over a config subset \(sample:3:seed0\).*without --sample-configs"):
+        rows, _, _ = load_dataset(root)
+    assert rows["config_id"].nunique() == 3
+
+
 def test_time_limit_stops_before_new_problems(tmp_path):
     opts = CollectOptions(reps=1, workers=1, config_ids=IDS, time_limit_s=1e-9)
     summary = collect(TINY, tmp_path / "ds", opts, log=quiet)
