@@ -80,15 +80,18 @@ def problem_folds(problem_ids: Sequence[str], n_splits: int = 5, seed: int = 0) 
     return np.fromiter((int.from_bytes(d, "little") % n_splits for d in digest), dtype=np.int64, count=len(problem_ids))
 
 
-def group_kfold(rs: RankingSet, n_splits: int = 5, seed: int = 0):
+def group_kfold(rs: RankingSet, n_splits: int = 5, seed: int = 0, log=None):
     """(fold, training problem ids, test problem ids) over whole problems, the folds of `problem_folds`; an empty fold
-    (a handful of problems) is skipped."""
+    (a handful of problems) is skipped, and said so to `log` where one is given."""
     pids = rs.problems
     fold_of = problem_folds(pids, n_splits, seed)
     for fold in range(n_splits):
         test = fold_of == fold
         if test.any():
             yield fold, pids[~test], pids[test]
+        elif log is not None:
+            log(f"group_kfold: fold {fold} of {n_splits} holds none of the {len(pids)} problems (folds by a hash of "
+                "the problem id): skipped")  # fmt: skip
 
 
 UNFAMILIED = ("sampled", "unnamed")  # problems of no public model family: never held out as a family
@@ -217,7 +220,7 @@ def cross_validate(
         # one pool for both within-device splits: the second one's would be built beside the first's
         pool = TrainingPool.build(rs, aux) if wants("group_kfold", dname) or wants("lomo", dname) else None
         if wants("group_kfold", dname):
-            folds = group_kfold(rs, seed=fold_seed)
+            folds = group_kfold(rs, seed=fold_seed, log=log)
             r, f = run_split(f"{dname}:group_kfold", folds, rs, rs, models, log, params, pool=pool)
             rows.append(r)
             fits += f

@@ -109,7 +109,7 @@ def train(
     heldout = []
     if heldout_folds:
         per_problem, _ = run_split(
-            "group_kfold", group_kfold(rs, heldout_folds), rs, rs, [model], log=log, params={model: params},
+            "group_kfold", group_kfold(rs, heldout_folds, log=log), rs, rs, [model], log=log, params={model: params},
             pool=pool,
         )  # fmt: skip
         heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")

@@ -229,6 +229,23 @@ def test_a_problem_keeps_its_fold_as_the_dataset_grows():
         problem_folds(ids, 1)
 
 
+def test_an_empty_fold_of_a_small_dataset_is_said_not_skipped_silently():
+    """A dataset of a few problems (one's own first collection) leaves some hash folds empty: each is skipped with a
+    line saying so, and the folds that remain cover every problem once."""
+    from types import SimpleNamespace
+
+    from autoheur.models.evaluate import group_kfold, problem_folds
+
+    ids = np.array([f"p{i}" for i in range(3)])
+    said: list[str] = []
+    folds = list(group_kfold(SimpleNamespace(problems=ids), 5, log=said.append))
+    empty = 5 - len(set(problem_folds(ids, 5)))
+    assert empty > 0 and len(said) == empty and len(folds) == 5 - empty
+    assert all("holds none of the 3 problems" in line and "skipped" in line for line in said)
+    assert sorted(np.concatenate([test for _, _, test in folds]).tolist()) == ids.tolist()
+    assert len(list(group_kfold(SimpleNamespace(problems=ids), 5))) == len(folds)  # no log: the same folds
+
+
 def test_auxiliary_only_names_the_datasets_the_splits_only_train_on():
     names = ["h100", "h200"]
     assert auxiliary_only(names, ["h200:lomo"], ["h200"]) == ["h100"]
