@@ -340,17 +340,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from autoheur.collect.shapes import problem_from_record
     from autoheur.models.artifact import TrainedModel, fallback_list, model_for_device
 
+    fields = ("layout", "groups", "sizes", "total", "routing", "m", "n", "k", "dtype", "b_major", "a_major")
+    rec = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     try:
         if args.public:
             from autoheur.collect.workloads import public_problems
 
+            if rec:  # the public problem is taken whole: a flag beside it would be silently dropped
+                given = ", ".join("--" + k.replace("_", "-") for k in rec)
+                raise ValueError(f"--public takes the problem whole; drop {given}, or describe the problem with the "
+                                 "flags alone")  # fmt: skip
             named = {p.name: p for p in public_problems()}
             if args.public not in named:
                 raise ValueError(f"--public {args.public!r}: one of {sorted(named)}")
             problem = named[args.public]
         else:
-            fields = ("layout", "groups", "sizes", "total", "routing", "m", "n", "k", "dtype", "b_major", "a_major")
-            rec = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+            if rec.get("layout") == "2d2d":  # the weight gradient's majors (x.t() column-major, dy row-major)
+                rec = {"a_major": "m", "b_major": "n", **rec}
             if isinstance(rec.get("sizes"), str):
                 rec["sizes"] = rec["sizes"].replace(",", " ")
             problem = problem_from_record(rec, default_name="command line")
@@ -393,6 +399,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
     ms = (time.perf_counter() - t0) * 1e3
     result = {
         "problem": problem.name,
+        "shape": {
+            "layout": problem.layout,
+            "groups": problem.groups,
+            "sizes": list(problem.sizes),
+            "m": problem.m,
+            "n": problem.n,
+            "k": problem.k,
+            "dtype": problem.dtype,
+            "a_major": problem.a_major,
+            "b_major": problem.b_major,
+        },  # fmt: skip
         "device": device_name,
         "source": how,
         "model_device": trained_on,
@@ -406,14 +423,21 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         print(f"{problem.layout} {problem.dtype} groups={problem.groups} total={problem.total} m={problem.m} "
-              f"n={problem.n} k={problem.k} on {device_name}: {how}, {ms:.2f} ms")  # fmt: skip
+              f"n={problem.n} k={problem.k} (A {problem.a_major}-major, B {problem.b_major}-major) on {device_name}: "
+              f"{how}, {ms:.2f} ms")  # fmt: skip
         if confidence is not None:
             where = "inside its training range" if not outside else "EXTRAPOLATING on " + "; ".join(outside)
             print(f"confidence: held-out best-of-10 geomean efficiency of this model {confidence:.4f}; this problem "
                   f"is {where}")  # fmt: skip
         for i, (c, s) in enumerate(top, 1):
             print(f"  {i:2d}. {c:28s} " + (f"score {s:8.3f}" if s is not None else "(fixed list)"))
+        if any(s is not None and s < -SHORTLIST_SHIFT / 2 for _, s in top):
+            print("  (scores near -10000: configs past the model's shortlist, ordered by its first trees only; "
+                  "-30000: configs no training problem had near its best, not scored)")  # fmt: skip
     return 0
+
+
+SHORTLIST_SHIFT = 1e4  # XGBRankerModel._BELOW: how far a config past the model's shortlist is shifted down
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -464,8 +488,8 @@ def _device_spec(arg: str | None):
     default, or when named); None for another GPU named (no model is borrowed for it: its architecture is unknown)."""
     from autoheur.device import PRESETS, current_device_spec
 
-    if arg in PRESETS:
-        return PRESETS[arg]
+    if arg and arg.lower() in PRESETS:  # h100, H100
+        return PRESETS[arg.lower()]
     here = current_device_spec()
     return here if not arg or arg == here.name else None
 
@@ -648,7 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("predict", help="the top configs for one problem")
     p.add_argument("--public", help="a public problem by name (see autoheur collect --workload public --dry-run)")
-    p.add_argument("--layout", default="2d3d")
+    p.add_argument("--layout", help="2d3d (default) | 2d2d | 3d2d | 3d3d")
     p.add_argument("--groups", type=int)
     p.add_argument("--sizes", help="rows per group, comma- or space-separated")
     p.add_argument("--total", type=int, help="rows over all groups (with --routing)")
@@ -656,15 +680,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--m", type=int)
     p.add_argument("--n", type=int)
     p.add_argument("--k", type=int)
-    p.add_argument("--dtype", default="bfloat16")
-    p.add_argument("--b-major", dest="b_major", default="k", choices=["k", "n"],
+    p.add_argument("--dtype", help="bfloat16 (default) | float16 | float32")
+    p.add_argument("--b-major", dest="b_major", choices=["k", "n"],
                    help="k: B stored [G, N, K] and used transposed (MoE weights); n: stored [.., K, N] (the "
-                        "backward's dA reads W so, the weight gradient its dy)")  # fmt: skip
-    p.add_argument("--a-major", dest="a_major", default="k", choices=["k", "m"],
-                   help="k: A row-major; m: column-major (the weight gradient's x.t())")  # fmt: skip
+                        "backward's dA reads W so, the weight gradient its dy). Default: n for 2d2d (the weight "
+                        "gradient's), else k")  # fmt: skip
+    p.add_argument(
+        "--a-major",
+        dest="a_major",
+        choices=["k", "m"],
+        help="k: A row-major; m: column-major (the weight gradient's x.t()). Default: m for 2d2d, else k",
+    )
     p.add_argument("--device", help="h100, h200, or a device name (default: this machine's GPU, else H100)")
     p.add_argument("--model", help="a model file (default: the shipped model of the device)")
-    p.add_argument("--top", type=_positive_int, default=10, help="how many configs to list (default 10)")
+    p.add_argument("--top", type=_positive_int, default=10,
+                   help="how many configs to list (default 10; past the model's shortlist scores read about -10000 "
+                        "or -30000, their order coarse)")  # fmt: skip
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_predict)
 

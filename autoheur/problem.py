@@ -42,8 +42,10 @@ class Problem:
             raise ValueError(f"layout={self.layout!r}; expected one of {sorted(LAYOUTS)}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype={self.dtype!r}; expected one of {sorted(DTYPES)}")
-        if self.b_major not in ("k", "n") or self.a_major not in ("k", "m"):
-            raise ValueError(f"a_major={self.a_major!r} must be 'k' or 'm'; b_major={self.b_major!r}, 'k' or 'n'")
+        if self.a_major not in ("k", "m"):
+            raise ValueError(f"a_major={self.a_major!r} must be 'k' or 'm'")
+        if self.b_major not in ("k", "n"):
+            raise ValueError(f"b_major={self.b_major!r} must be 'k' or 'n'")
         if self.groups < 1:
             raise ValueError(f"groups={self.groups} must be >= 1")
         ragged = LAYOUTS[self.layout]

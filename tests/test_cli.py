@@ -114,3 +114,57 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
             "cli.cmd_space = gone\nsys.exit(cli.main(['space']))\n")  # fmt: skip
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+
+
+def test_predict_takes_a_public_problem_whole(capsys):
+    """--public with a problem flag beside it: refused, naming the flags (they were dropped without a word: asking
+    for a public problem in float32 ranked its bf16 form)."""
+    args = ["predict", "--public", "qwen3-30b-a3b/gate_up/decode"]
+    assert main([*args, "--n", "5", "--dtype", "float32"]) == 2
+    assert "--public takes the problem whole; drop --n, --dtype" in capsys.readouterr().err
+    assert main([*args, "--json", "--top", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["shape"]["dtype"] == "bfloat16"
+
+
+def test_predict_gives_a_weight_gradient_the_backwards_majors_and_shows_them(capsys):
+    """--layout 2d2d defaults to the weight gradient's operand majors (A m-major, B n-major: what the backward runs
+    and the models trained on), not k/k (never trained on); the JSON carries the whole shape, the text the majors."""
+    base = ["predict", "--layout", "2d2d", "--sizes", "64,0,192", "--m", "256", "--n", "512", "--top", "2"]
+    assert main([*base, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["shape"] == {"layout": "2d2d", "groups": 3, "sizes": [64, 0, 192], "m": 256, "n": 512, "k": 0,
+                            "dtype": "bfloat16", "a_major": "m", "b_major": "n"}  # fmt: skip
+    assert not any("operand layout" in s for s in got["extrapolating"])
+    assert main([*base, "--a-major", "k", "--b-major", "k", "--json"]) == 0  # given: kept, and flagged
+    got = json.loads(capsys.readouterr().out)
+    assert (got["shape"]["a_major"], got["shape"]["b_major"]) == ("k", "k")
+    assert any("never trained on this operand layout" in s for s in got["extrapolating"])
+    assert main(["predict", "--groups", "2", "--sizes", "8,8", "--n", "64", "--k", "64", "--top", "1"]) == 0
+    assert "(A k-major, B k-major)" in capsys.readouterr().out  # 2d3d: the forward's
+    assert main(["predict", "--sizes", "8,8", "--n", "64", "--k", "64", "--m", "9"]) == 2
+    assert "layout 2d3d takes n, k; m is the sum of the groups' sizes" in capsys.readouterr().err
+
+
+def test_predict_device_presets_in_any_case(capsys):
+    assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--device", "H100", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["device"] == got["model_device"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_predict_explains_the_scores_past_the_shortlist(capsys):
+    assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--top", "3000"]) == 0
+    out = capsys.readouterr().out
+    assert "score -30000.000" in out and "scores near -10000: configs past the model's shortlist" in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's bf16 only")
+def test_tune_refuses_bfloat16_in_the_interpreter(tmp_path, capsys, monkeypatch):
+    """bf16 (a shapes line's default dtype) in the interpreter: wrong products, so refused as `collect` and the API
+    refuse it, before any problem is tuned (it ran, and timed kernels computing garbage)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [3, 4], "n": 32, "k": 32, "dtype": "float32"}\n'
+                      '{"groups": 2, "sizes": [3, 4], "n": 32, "k": 32}\n')  # fmt: skip
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "1 of the 2 problems are bfloat16 (e.g. 's.jsonl:2'" in out.err

@@ -41,7 +41,7 @@ class ShapesError(ValueError):
     def __init__(self, path: str, errors: list[tuple[int, str]]):
         self.errors = errors
         lines = "\n".join(f"  {path}:{ln}: {msg}" for ln, msg in errors)
-        super().__init__(f"{len(errors)} bad line(s) in {path}; nothing was collected:\n{lines}")
+        super().__init__(f"{len(errors)} bad line(s) in {path}; nothing was read:\n{lines}")
 
 
 def load_shapes(path: str | Path) -> list[Problem]:
@@ -144,6 +144,8 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
     layout = str(rec.get("layout", "2d3d"))
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r}; expected one of {sorted(LAYOUTS)}")
+    if "groups" not in rec and "sizes" in rec and layout != "3d3d":  # the count of the sizes given
+        rec = {**rec, "groups": len(_sizes(rec["sizes"]))}
     if "groups" not in rec:
         raise ValueError("groups is required")
     groups = _int(rec, "groups", 1)
@@ -152,6 +154,10 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
     missing = [d for d in NEEDS[layout] if d not in rec]
     if missing:
         raise ValueError(f"layout {layout} needs {', '.join(NEEDS[layout])}; missing {', '.join(missing)}")
+    unused = [d for d in "mnk" if d not in NEEDS[layout] and rec.get(d) not in (None, "", 0, "0")]
+    if unused:  # a dimension the layout takes from the groups' sizes: a given value would be silently dropped
+        raise ValueError(f"layout {layout} takes {', '.join(NEEDS[layout])}; {', '.join(unused)} is the sum of the "
+                         "groups' sizes there (leave it out, or 0)")  # fmt: skip
     dims = {d: (_int(rec, d, 1) if d in NEEDS[layout] else 0) for d in "mnk"}
     if layout == "3d3d":
         if "sizes" in rec or "total" in rec:

@@ -27,6 +27,13 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
         raise ValueError("no CUDA GPU here: set TRITON_INTERPRET=1 to run the kernel on the CPU (its timings are then "
                          "the interpreter's, not a GPU's)")  # fmt: skip
     device = "cuda" if torch.cuda.is_available() and not interpreting() else "cpu"
+    bf16 = [p for p in problems if p.dtype == "bfloat16"]
+    if device == "cpu" and bf16:  # as Tuner.config_for refuses: the interpreter's bf16 dot is wrong, not rough
+        raise ValueError(
+            f"{len(bf16)} of the {len(problems)} problems are bfloat16 (e.g. {bf16[0].name or bf16[0]!r}; the "
+            "default dtype of a shapes line), which the Triton interpreter computes wrongly: tune them on a GPU, or "
+            "give float16 or float32 (dtype in the shapes file)"
+        )
     tuner = Tuner()
     for p in problems:
         a, b, offs = p.make_inputs(device)

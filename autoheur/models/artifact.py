@@ -9,6 +9,7 @@ installed code, saying how to retrain.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import warnings
@@ -339,7 +340,16 @@ def model_dirs() -> list[Path]:
     """Where run-time lookups find models: $AUTOHEUR_MODELS_DIR first (a GPU's own model trained outside the
     checkout, e.g. `autoheur train --out $AUTOHEUR_MODELS_DIR/<device-slug>.joblib`), then the shipped `models/`."""
     extra = os.environ.get("AUTOHEUR_MODELS_DIR")
+    if extra and not Path(extra).is_dir():
+        _warn_missing_models_dir(extra)
     return ([Path(extra)] if extra else []) + [MODELS_DIR]
+
+
+@functools.cache
+def _warn_missing_models_dir(path: str) -> None:
+    """Once a process: a set AUTOHEUR_MODELS_DIR that is no directory (a typo) is otherwise silently passed over."""
+    warnings.warn(f"AUTOHEUR_MODELS_DIR={path!r} is not a directory: only the shipped models/ is searched",
+                  stacklevel=3)  # fmt: skip
 
 
 def _models_in(directory: Path | None, family: str, unreadable: list[str]) -> list[tuple[Path, dict]]:

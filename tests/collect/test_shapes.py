@@ -106,9 +106,13 @@ def test_each_layout_and_its_dims(rec, dims):
     assert parse_shapes(",".join(cols) + "\n" + ",".join(cells) + "\n", fmt="csv") == [p]
 
 
-def test_unused_dims_are_ignored():
-    (p,) = parse_shapes(jsonl({"layout": "3d2d", "groups": 1, "sizes": [8], "m": 16, "n": 999, "k": 32}))
+def test_an_unused_dim_is_refused_unless_zero():
+    """Until stop 80 a layout's unused dimension was dropped silently (n=999 for 3d2d read as the sizes' sum): a user
+    who meant it got another problem without a word. Now only 0 (or absent) is taken."""
+    (p,) = parse_shapes(jsonl({"layout": "3d2d", "groups": 1, "sizes": [8], "m": 16, "n": 0, "k": 32}))
     assert p.n == 0
+    with pytest.raises(ShapesError, match="layout 3d2d takes m, k; n is the sum of the groups' sizes"):
+        parse_shapes(jsonl({"layout": "3d2d", "groups": 1, "sizes": [8], "m": 16, "n": 999, "k": 32}))
 
 
 @pytest.mark.parametrize(
@@ -171,7 +175,7 @@ BAD_JSONL = [
     ("non-object JSON", "[1, 2, 3]", "expected a JSON object, got list"),
     ("JSON scalar", "42", "expected a JSON object, got int"),
     ("unknown field", {**GOOD, "experts": 8}, "unknown field(s) ['experts']"),
-    ("missing groups", {"sizes": [3, 4], "n": 64, "k": 64}, "groups is required"),
+    ("missing groups", {"total": 7, "n": 64, "k": 64}, "groups is required"),
     ("zero groups", {**GOOD, "groups": 0}, "groups=0 must be >= 1"),
     ("wrong sizes count", {**GOOD, "sizes": [1, 2, 3]}, "3 sizes for groups=2"),
     ("negative size", {**GOOD, "sizes": [3, -1]}, "sizes holds -1"),
@@ -197,6 +201,9 @@ BAD_JSONL = [
     ("bad major", {**GOOD, "b_major": "x"}, "b_major='x'"),
     ("3d3d with sizes", {"layout": "3d3d", "groups": 2, "sizes": [3, 4], "m": 8, "n": 8, "k": 8}, "batched"),
     ("3d3d with total", {"layout": "3d3d", "groups": 2, "total": 7, "m": 8, "n": 8, "k": 8}, "batched"),
+    ("m given to 2d3d", {**GOOD, "m": 999}, "layout 2d3d takes n, k; m is the sum of the groups' sizes"),
+    ("k given to 2d2d", {"layout": "2d2d", "groups": 2, "sizes": [3, 4], "m": 8, "n": 8, "k": 5}, "k is the sum"),
+    ("bad a major", {**GOOD, "a_major": "x"}, "a_major='x' must be 'k' or 'm'"),
 ]
 
 
@@ -206,6 +213,17 @@ def test_bad_jsonl_line(line, message):
     assert len(errors) == 1
     assert errors[0][0] == 2
     assert message in errors[0][1]
+
+
+def test_groups_default_to_the_count_of_the_sizes_and_unused_dims_may_be_zero():
+    """A line with its sizes need not count them; a layout's unused dimension may be written as 0 (the files
+    `benchmarks/fresh_problems.py` writes carry m, n and k for every layout)."""
+    p = problem_from_record({"sizes": [3, 0, 4], "n": 64, "k": 64, "m": 0})
+    assert p.groups == 3 and p.sizes == (3, 0, 4) and p.m == 0
+    q = problem_from_record({"layout": "2d2d", "sizes": "5 6", "m": 8, "n": 16, "k": "0"})
+    assert q.groups == 2 and q.k == 0
+    with pytest.raises(ValueError, match="3 sizes for groups=2"):
+        problem_from_record({"groups": 2, "sizes": [1, 2, 3], "n": 8, "k": 8})
 
 
 def test_problem_from_record_raises_value_error():
@@ -227,7 +245,7 @@ def test_all_bad_lines_reported_together_with_their_numbers():
     for (_, got), (_, want) in zip(errors, expected, strict=True):
         assert want in got
     text = str(info.value)
-    assert f"{len(expected)} bad line(s) in dir/bad.jsonl; nothing was collected" in text
+    assert f"{len(expected)} bad line(s) in dir/bad.jsonl; nothing was read" in text
     assert "dir/bad.jsonl:4: " in text and f"dir/bad.jsonl:{expected[-1][0]}: " in text
     assert isinstance(info.value, ValueError)
 

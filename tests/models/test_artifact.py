@@ -869,3 +869,6 @@ def test_a_models_directory_of_ones_own_comes_before_the_shipped_one(trained, tm
     assert path.name in how and artifact.fallback_list() == model.fixed_list
     monkeypatch.delenv("AUTOHEUR_MODELS_DIR")
     assert artifact.model_for_device(name)[0].meta["train_data_hash"] == shipped.meta["train_data_hash"]
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(tmp_path / "typo"))  # not a directory: said, not passed over
+    with pytest.warns(UserWarning, match="AUTOHEUR_MODELS_DIR=.*typo' is not a directory: only the shipped models/"):
+        assert artifact.model_for_device(name)[0].meta["train_data_hash"] == shipped.meta["train_data_hash"]
