@@ -14,6 +14,10 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AUTOHEUR_CACHE_DIR") or Path.home() / ".cache" / "autoheur")
 
 
+class SettingError(ValueError):
+    """An AUTOHEUR_* environment setting with a value it does not take: the CLI says so in one line (exit 2)."""
+
+
 FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 
 
@@ -26,7 +30,7 @@ def env_flag(name: str, default: bool) -> bool:
         return default
     value = text.strip().lower()
     if value not in FLAGS:
-        raise ValueError(f"{name}={text!r}: expected one of {tuple(FLAGS)}")
+        raise SettingError(f"{name}={text!r}: expected one of {tuple(FLAGS)}")
     return FLAGS[value]
 
 

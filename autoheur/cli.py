@@ -137,16 +137,20 @@ def cmd_collect(args: argparse.Namespace) -> int:
                   f"roofline {roofline_ms(p):.3f} ms  {p.name}")  # fmt: skip
         return 0
     out = Path(args.out) if args.out else Path("data") / device_spec(0).slug
-    opts = CollectOptions(
-        reps=args.reps,
-        **({} if args.abort_factor is None else {"abort_factor": args.abort_factor}),
-        workers=args.workers,
-        time_limit_s=args.time_limit,
-        config_sample=args.sample_configs,
-        config_ids=_csv(args.configs) if args.configs else None,
-        seed=args.seed,
-        family=args.family,
-    )
+    try:  # every option checked before a dataset is begun
+        opts = CollectOptions(
+            reps=args.reps,
+            **({} if args.abort_factor is None else {"abort_factor": args.abort_factor}),
+            workers=args.workers,
+            time_limit_s=args.time_limit,
+            config_sample=args.sample_configs,
+            config_ids=_csv(args.configs) if args.configs is not None else None,
+            seed=args.seed,
+            family=args.family,
+        )
+    except ValueError as exc:
+        print(f"autoheur collect: {exc}", file=sys.stderr)
+        return 2
     if args.family == "inductor" and not args.out:
         out = Path("data") / f"inductor-{device_spec(0).slug}"
     try:
@@ -284,11 +288,36 @@ def cmd_data_pack(args: argparse.Namespace) -> int:
     return _data_pass("pack", run)
 
 
+def _cannot_write(path: Path, what: str, directory: bool = False) -> str | None:
+    """Why `path` (a file, or a directory when `directory`) cannot be written, checked before the work that ends in
+    writing it (a fit, an evaluation: minutes), or None. Its missing parents are made later, as the writers do."""
+    if directory and path.exists() and not path.is_dir():
+        return f"{what} {path} exists and is not a directory"
+    if not directory and path.is_dir():
+        return f"{what} {path} is a directory: give a file path"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{what} {path}: {parent} is not a directory"
+    if not os.access(parent, os.W_OK):
+        return f"{what} {path}: {parent} is not writable"
+    return None
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from autoheur.models.train import train
 
     data = Path(args.data)
     out = Path(args.out) if args.out else Path("models") / f"{data.name}.joblib"
+    why = _cannot_write(out, "--out")
+    if why is None and out.suffix == ".json":  # the side-car's name: model and side-car would be one file
+        why = f"--out {out}: .json is the model's side-car; give the model a .joblib path"
+    if why is None and args.heldout_problems:
+        why = _cannot_write(Path(args.heldout_problems), "--heldout-problems")
+    if why:
+        print(f"autoheur train: {why}", file=sys.stderr)
+        return 2
     try:
         model = train(
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
@@ -316,6 +345,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     aux = dict(aux_for=args.aux_for or (), aux_new_only=args.aux_new_only, aux_problems=args.aux_problems,
                fold_seed=args.fold_seed)  # fmt: skip
+    why = _cannot_write(Path(args.report), "--report", directory=True) if args.report else None
+    if why:
+        print(f"autoheur eval: {why}", file=sys.stderr)
+        return 2
     try:
         run = eval_datasets(
             args.data, models, _csv(args.splits), aux_share=args.aux_share, aux_rows=args.aux_rows, rounds=args.rounds,
@@ -371,6 +404,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
             if args.model
             else model_for_device(device_name, spec=spec.to_dict() if spec is not None else None)
         )
+        family = model.meta.get("family", "triton") if model is not None else "triton"
+        if family != "triton":  # an Inductor-grid model ranks Inductor's template grid, not autoheur's kernel space
+            raise ValueError(
+                f"{args.model} is a model of the {family!r} family (torch.compile's template grid, used "
+                "by autoheur.inductor.enable()); predict ranks autoheur's kernel: give a 'triton' model"
+            )
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
@@ -712,9 +751,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from autoheur import SettingError
+
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
+    except SettingError as exc:  # an AUTOHEUR_* knob read wherever it is used (some at import): one line, no traceback
+        print(f"autoheur {args.cmd}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `autoheur data info ... | head`: the reader left; no traceback for it
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's own flush at exit finds nowhere to fail

@@ -168,3 +168,61 @@ def test_tune_refuses_bfloat16_in_the_interpreter(tmp_path, capsys, monkeypatch)
     assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 2
     out = capsys.readouterr()
     assert out.out == "" and "1 of the 2 problems are bfloat16 (e.g. 's.jsonl:2'" in out.err
+
+
+def test_a_bad_setting_is_one_line_not_a_traceback(capsys, monkeypatch):
+    """An AUTOHEUR_* knob read where it is used (some at import): the CLI says it in one line, exit 2."""
+    monkeypatch.setenv("AUTOHEUR_FOREST", "x")
+    assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--device", "h100"]) == 2
+    assert capsys.readouterr().err == (
+        "autoheur predict: AUTOHEUR_FOREST='x': expected one of ('1', 'true', 'on', 'yes', '0', 'false', 'off', 'no')\n"
+    )
+
+
+def test_predict_refuses_a_model_of_the_inductor_family(capsys):
+    model = Path(__file__).resolve().parents[1] / "models" / "inductor-nvidia-h100-80gb-hbm3.joblib"
+    assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--model", str(model)]) == 2
+    assert "a model of the 'inductor' family" in capsys.readouterr().err
+
+
+def test_train_and_eval_refuse_an_output_they_cannot_write_before_the_work(tmp_path, capsys, monkeypatch):
+    """Found after the whole fit or evaluation (a traceback), or written over (a .json --out: the model and its
+    side-car one file): now refused first. The dataset is never read."""
+    import autoheur.models.train as train_mod
+
+    monkeypatch.setattr(train_mod, "train", lambda *a, **k: pytest.fail("trained"))
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x")
+    data = ["--data", str(tmp_path / "no-such-dataset")]
+    cases = [
+        (["--out", str(tmp_path)], "is a directory: give a file path"),
+        (["--out", str(tmp_path / "m.json")], ".json is the model's side-car"),
+        (["--out", str(afile / "m.joblib")], "afile.txt is not a directory"),
+        (["--out", str(tmp_path / "m.joblib"), "--heldout-problems", str(tmp_path)], "--heldout-problems"),
+    ]
+    for extra, message in cases:
+        assert main(["train", *data, *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["eval", *data, "--report", str(afile)]) == 2
+    assert f"--report {afile} exists and is not a directory" in capsys.readouterr().err
+
+
+def test_a_shapes_path_that_is_no_text_file_is_refused(tmp_path, capsys):
+    assert main(["tune", "--shapes", str(tmp_path)]) == 2
+    assert "is not a file (a directory?)" in capsys.readouterr().err
+    binary = tmp_path / "b.jsonl"
+    binary.write_bytes(b"\xa8\xff\x00")
+    assert main(["collect", "--dry-run", "--shapes", str(binary)]) == 2
+    assert "is not text (UTF-8)" in capsys.readouterr().err
+
+
+def test_a_dataset_without_problems_is_refused_by_name(tmp_path, capsys):
+    """A manifest and no rows (a collection begun, or killed before its first problem): train said 'max() arg is an
+    empty sequence'."""
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "data" / "fresh-nvidia-h200" / "dataset.json"
+    (tmp_path / "ds").mkdir()
+    shutil.copy(src, tmp_path / "ds" / "dataset.json")
+    assert main(["train", "--data", str(tmp_path / "ds"), "--out", str(tmp_path / "m.joblib")]) == 2
+    assert "holds no problems yet" in capsys.readouterr().err

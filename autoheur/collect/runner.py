@@ -69,8 +69,45 @@ class CollectOptions:
     family: str = "triton"  # "triton": autoheur's kernel over its space; "inductor": Inductor's template (its grid)
 
     def __post_init__(self) -> None:
+        """Every option checked here, before a collection or pass opens a dataset (else a bad one was found after
+        the precompile, with a dataset directory begun)."""
         if self.family not in FAMILIES:
             raise ValueError(f"family={self.family!r}: expected one of {FAMILIES}")
+        bad = []
+        if not _is_int(self.reps) or self.reps < 1:
+            bad.append(f"reps={self.reps!r} (at least 1)")
+        factor = self.abort_factor  # inf: censor nothing (the passes)
+        if not isinstance(factor, int | float) or math.isnan(factor) or factor < 1:
+            bad.append(f"abort_factor={factor!r} (a number >= 1)")
+        if self.workers is not None and (not _is_int(self.workers) or self.workers < 1):
+            bad.append(f"workers={self.workers!r} (at least 1)")
+        if self.time_limit_s is not None and not (self.time_limit_s > 0 and math.isfinite(self.time_limit_s)):
+            bad.append(f"time_limit={self.time_limit_s!r} (seconds > 0)")
+        if self.config_sample is not None and (not _is_int(self.config_sample) or self.config_sample < 1):
+            bad.append(f"sample_configs={self.config_sample!r} (at least 1)")
+        if not _is_int(self.seed) or self.seed < 0:
+            bad.append(f"seed={self.seed!r} (an integer >= 0)")
+        if self.config_ids is not None:
+            if not self.config_ids:
+                bad.append("configs: none given")
+            elif self.family == "triton":
+                unknown = [c for c in self.config_ids if not _known_config(c)]
+                if unknown:
+                    bad.append(f"configs: {unknown[:3]} {'are' if len(unknown) > 1 else 'is'} not in the space")
+        if bad:
+            raise ValueError("bad collection options: " + "; ".join(bad))
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _known_config(config_id: str) -> bool:
+    try:
+        KernelConfig.from_id(config_id)
+    except ValueError:
+        return False
+    return True
 
 
 # -- the device fingerprint -------------------------------------------------------------------------------------------

@@ -49,7 +49,13 @@ def load_shapes(path: str | Path) -> list[Problem]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"shapes file {path} does not exist")
-    return parse_shapes(path.read_text(), fmt="csv" if path.suffix.lower() == ".csv" else "jsonl", source=str(path))
+    if not path.is_file():
+        raise ValueError(f"shapes file {path} is not a file (a directory?): give a .jsonl or .csv file")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"shapes file {path} is not text (UTF-8): give a .jsonl or .csv file") from None
+    return parse_shapes(text, fmt="csv" if path.suffix.lower() == ".csv" else "jsonl", source=str(path))
 
 
 def parse_shapes(text: str, fmt: str = "jsonl", source: str = "<shapes>") -> list[Problem]:

@@ -366,6 +366,8 @@ def workload(
     backward: the gradient GEMMs of the public-model grid's problems (`backward_problems`)
     sampled_grad_a: the input-gradient GEMMs of the sampled 2D x 3D forwards (`sampled_grad_a_problems`)
     """
+    if not layouts or not dtypes:
+        raise ValueError(f"layouts={tuple(layouts)}, dtypes={tuple(dtypes)}: give at least one of each")
     for lay in layouts:
         if lay not in LAYOUT_NAMES:
             raise ValueError(f"layout {lay!r}; expected some of {LAYOUT_NAMES}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from autoheur import SettingError
 from autoheur.kernels.config import KernelConfig
 from autoheur.kernels.validate import GemmCall, interpreting
 
@@ -46,7 +47,7 @@ def choice_from_id(config_id: str) -> KernelConfig | AtenChoice:
 def aten_setting() -> str:
     value = os.environ.get("AUTOHEUR_ATEN", "auto").strip().lower()
     if value not in ATEN_SETTINGS:
-        raise ValueError(f"AUTOHEUR_ATEN={value!r}: expected one of {ATEN_SETTINGS}")
+        raise SettingError(f"AUTOHEUR_ATEN={value!r}: expected one of {ATEN_SETTINGS}")
     return value
 
 

@@ -42,6 +42,13 @@ def out_shape(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None) -> tu
 
 @grouped_mm.register_fake
 def _(a, b, offs=None, out_dtype=None):
+    # Inputs on two devices (one of them meta) dispatch here, not to the kernel: refuse them as validate() does,
+    # else an uninitialized tensor comes back as a result. Values are not readable here (fake tensors), shapes are.
+    for name, t in (("b", b), ("offs", offs)):
+        if t is not None and t.device != a.device:
+            raise ValueError(f"{name} is on {t.device} but a is on {a.device}: all tensors must be on one device")
+    if b.dtype != a.dtype:
+        raise TypeError(f"a is {a.dtype} but b is {b.dtype}: both must have one dtype")
     return a.new_empty(out_shape(a, b, offs), dtype=out_dtype or a.dtype)
 
 

@@ -40,7 +40,7 @@ import warnings
 
 import torch
 
-from autoheur import env_flag
+from autoheur import SettingError, env_flag
 from autoheur.device import DeviceSpec
 from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, choice_from_id
 from autoheur.inference.cache import TuneCache
@@ -68,7 +68,7 @@ LAYOUT_NAMES = {ragged: name for name, ragged in LAYOUTS.items()}
 def tune_mode() -> str:
     mode = os.environ.get("AUTOHEUR_TUNE", "predicted").strip().lower()
     if mode not in MODES:
-        raise ValueError(f"AUTOHEUR_TUNE={mode!r}: expected one of {MODES}")
+        raise SettingError(f"AUTOHEUR_TUNE={mode!r}: expected one of {MODES}")
     return mode
 
 
@@ -79,9 +79,9 @@ def _positive_int_env(name: str, default: int) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise ValueError(f"{name}={text!r}: expected a positive integer") from None
+        raise SettingError(f"{name}={text!r}: expected a positive integer") from None
     if n < 1:
-        raise ValueError(f"{name}={n}: expected a positive integer")
+        raise SettingError(f"{name}={n}: expected a positive integer")
     return n
 
 
@@ -91,7 +91,7 @@ COMPILE_PLACES = ("threads", "processes")
 def compile_in() -> str:
     where = os.environ.get("AUTOHEUR_COMPILE_IN", "threads").strip().lower()
     if where not in COMPILE_PLACES:
-        raise ValueError(f"AUTOHEUR_COMPILE_IN={where!r}: expected one of {COMPILE_PLACES}")
+        raise SettingError(f"AUTOHEUR_COMPILE_IN={where!r}: expected one of {COMPILE_PLACES}")
     return where
 
 
@@ -113,9 +113,9 @@ def pool_idle_seconds() -> float:
     try:
         idle = float(text)
     except ValueError:
-        raise ValueError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)") from None
+        raise SettingError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)") from None
     if not idle >= 0:
-        raise ValueError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)")
+        raise SettingError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)")
     return idle
 
 

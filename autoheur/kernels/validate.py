@@ -253,6 +253,11 @@ def _capturing(t: torch.Tensor) -> bool:
 def check_config(config: KernelConfig, call: GemmCall) -> None:
     if not isinstance(config, KernelConfig):
         raise TypeError(f"config must be a KernelConfig, got {type(config).__name__}")
+    if call.a.dtype == torch.bfloat16 and call.a.device.type == "cpu":  # the launch would run in the interpreter
+        raise TypeError(
+            "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no "
+            "bfloat16), so run bf16 on a GPU, or use float16 or float32 on the CPU"
+        )
     reason = infeasible_reason(config, call.signature, call.device)
     if reason is not None:
         raise ValueError(f"config {config.config_id} cannot run this call: {reason}")

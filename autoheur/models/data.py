@@ -403,6 +403,8 @@ def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd
     store = DatasetStore.load(Path(path))
     check_space(store.meta, path)
     warn_subset(store.meta, path)
+    if not store.done_problems():  # a manifest and no rows: a collection begun, or killed before its first problem
+        raise ValueError(f"{path} holds no problems yet (a dataset begun but never collected into): collect first")
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     return offered_rows(store.read(COLUMNS), store.meta.family), dict(store.meta.device), store.meta.space_hash
@@ -432,6 +434,8 @@ def load_ranking_set(
     store = DatasetStore.load(Path(path))
     check_space(store.meta, path)
     warn_subset(store.meta, path)
+    if not store.done_problems():  # a manifest and no rows: a collection begun, or killed before its first problem
+        raise ValueError(f"{path} holds no problems yet (a dataset begun but never collected into): collect first")
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
     device = dict(store.meta.device)

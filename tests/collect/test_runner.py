@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -294,10 +295,10 @@ def test_a_config_subset_trial_and_a_full_collection_never_share_a_dataset(tmp_p
             collect(TINY, root, other, log=quiet)
     collect(TINY, root, opts(config_sample=3, seed=5), log=quiet)  # the same trial resumes
     assert runner.configs_label(CollectOptions()) == "all"
-    assert runner.configs_label(CollectOptions(config_ids=("b", "a", "b"))) == runner.configs_label(
-        CollectOptions(config_ids=("a", "b"))
+    assert runner.configs_label(CollectOptions(config_ids=(IDS[1], IDS[0], IDS[1]))) == runner.configs_label(
+        CollectOptions(config_ids=IDS[:2])
     )
-    assert runner.configs_label(CollectOptions(config_ids=("a",))).startswith("list:")
+    assert runner.configs_label(CollectOptions(config_ids=IDS[:1])).startswith("list:")
 
 
 def test_a_trial_says_so_in_info_and_when_loaded_for_training(tmp_path):
@@ -514,3 +515,39 @@ def test_rounds_check_first_in_an_untimed_pass():
     t = FixedTimes(times)
     out = t.rounds(dict.fromkeys(times, lambda: None), reps=2, check=FakeCheck({"wrong"}))
     assert set(out) == {"a"} and out["a"].median_ms == pytest.approx(1.0)  # the checking run is not a round
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"reps": 0}, "reps=0 (at least 1)"),
+        ({"abort_factor": 0.5}, "abort_factor=0.5"),
+        ({"abort_factor": float("nan")}, "abort_factor=nan"),
+        ({"workers": -1}, "workers=-1"),
+        ({"time_limit_s": -5.0}, "time_limit=-5.0"),
+        ({"config_sample": 0}, "sample_configs=0"),
+        ({"config_sample": -2}, "sample_configs=-2"),  # it took the whole space
+        ({"seed": -1}, "seed=-1"),
+        ({"config_ids": ()}, "configs: none given"),
+        ({"config_ids": (IDS[0], "bogus")}, "configs: ['bogus'] is not in the space"),
+    ],
+)
+def test_bad_options_are_refused_before_a_dataset_is_begun(tmp_path, kw, message):
+    """Each was found after the precompile, with a dataset directory begun (or not at all: a negative sample took the
+    whole space, an unknown config id was dropped); now when the options are made, which `collect` does first."""
+    with pytest.raises(ValueError, match=f"bad collection options: .*{re.escape(message)}"):
+        CollectOptions(**kw)
+    assert CollectOptions(abort_factor=float("inf")).abort_factor == float("inf")  # the passes': censor nothing
+
+
+def test_collect_refuses_bad_options_leaving_nothing(tmp_path, capsys):
+    from autoheur.cli import main
+
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')
+    out = tmp_path / "d"
+    for bad in (["--reps", "0"], ["--configs", "bogus"], ["--configs", ","], ["--sample-configs", "-2"]):
+        assert main(["collect", "--shapes", str(shapes), *bad, "--out", str(out)]) == 2
+        assert "bad collection options" in capsys.readouterr().err and not out.exists()
+    assert main(["collect", "--dry-run", "--workload", "sampled", "--layouts", ",", "--count", "2"]) == 2
+    assert "give at least one of each" in capsys.readouterr().err

@@ -72,3 +72,18 @@ def test_no_groups_has_zero_gradients(layout):
     y = grouped_mm(a, b, offs)
     (y * torch.randn(y.shape)).sum().backward()
     assert torch.equal(a.grad, torch.zeros_like(a)) and torch.equal(b.grad, torch.zeros_like(b))
+
+
+@pytest.mark.parametrize("which", ["b", "offs"])
+def test_the_op_refuses_inputs_on_two_devices_even_when_one_is_meta(which):
+    """A meta operand beside real ones dispatches the op to its fake implementation, which returned an uninitialized
+    tensor as the result (the API refused the same call); now it refuses as validate() does."""
+    a, b = torch.randn(16, 32, device=DEVICE), torch.randn(2, 32, 32, device=DEVICE)
+    offs = torch.tensor([8, 16], dtype=torch.int32, device=DEVICE)
+    args = {"b": b, "offs": offs}
+    args[which] = args[which].to("meta")
+    with pytest.raises(ValueError, match=f"{which} is on meta but a is on {DEVICE}"):
+        torch.ops.autoheur.grouped_mm(a, args["b"], args["offs"], None)
+    with pytest.raises(TypeError, match="both must have one dtype"):
+        torch.ops.autoheur.grouped_mm(a.to("meta"), b.half().to("meta"), offs.to("meta"), None)
+    assert torch.ops.autoheur.grouped_mm(a.to("meta"), b.to("meta"), offs.to("meta"), None).shape == (16, 32)

@@ -375,3 +375,17 @@ def test_tma_with_a_size_one_dim(a_shape, b_shape, sizes, device, make_offsets):
         assert TMA.config_id in str(e)
         return
     _check(out, a, b, offs)
+
+
+def test_bfloat16_on_the_cpu_is_refused_before_any_launch(monkeypatch):
+    """The low-level entry point too (the tuner and `collect` refused it; this one returned garbage, errors of 1e10):
+    the interpreter's bf16 dot is wrong, so a bf16 call on CPU tensors is refused before the launch."""
+    from autoheur.kernels import grouped_mm
+
+    launched = []
+    monkeypatch.setattr(gg, "launch", lambda *a, **k: launched.append(1))
+    a, b = torch.randn(16, 32, dtype=torch.bfloat16), torch.randn(2, 32, 32, dtype=torch.bfloat16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)
+    with pytest.raises(TypeError, match="a is bfloat16 on the CPU: the Triton interpreter computes bf16 products"):
+        grouped_mm(a, b, offs, config=KernelConfig(16, 64, 32, 2, 2))
+    assert not launched
