@@ -26,8 +26,25 @@ class ChoiceFilter:
     """Callable on Inductor's choice list; see the module docstring."""
 
     def __init__(self, model=None, top_k: int = 10, device: dict | None = None):
-        if not isinstance(top_k, int) or top_k < 1:
+        """Arguments checked here, when `enable()` is called: a wrong one otherwise surfaced inside torch.compile's
+        lowering (a path as the model, a device name), or filtered Inductor's grid with a model of another space."""
+        from autoheur.device import DeviceSpec
+        from autoheur.models.artifact import TrainedModel
+
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise ValueError(f"top_k={top_k!r} must be a positive integer")
+        if model is not None:
+            if not callable(getattr(getattr(model, "ranker", None), "rank", None)):  # a TrainedModel, or its likes
+                raise TypeError(f"model must be a TrainedModel (TrainedModel.load(path)) or None, got "
+                                f"{type(model).__name__}")  # fmt: skip
+            family = model.meta.get("family", "triton") if isinstance(model, TrainedModel) else "inductor"
+            if family != "inductor":
+                raise ValueError(f"model is of the {family!r} family: the filter ranks Inductor's template grid, so it "
+                                 "takes an Inductor-grid model (models/inductor-<device-slug>.joblib)")  # fmt: skip
+        if isinstance(device, DeviceSpec):
+            device = device.to_dict()
+        if device is not None and (not isinstance(device, dict) or not device):
+            raise TypeError(f"device must be a DeviceSpec or its to_dict() (or None: the model's), got {device!r}")
         self.model, self.top_k, self.device = model, top_k, device
         self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
 

@@ -182,3 +182,24 @@ def test_the_filters_device_is_the_one_scored_on(monkeypatch):
     kept = ChoiceFilter(model, top_k=2, device={"name": "this-gpu"})(_described_choices())
     assert model.seen == ["this-gpu"]
     assert [c.name for c in kept] == ["_grouped_mm", "triton_grouped_mm_2", "triton_grouped_mm_3"]
+
+
+def test_enable_refuses_a_wrong_model_or_device_at_once():
+    """A path as the model, a Triton-space model, a device name: refused when the filter is made (enable()), not
+    inside torch.compile's lowering, nor used to filter Inductor's grid with another space's ranking."""
+    from autoheur.device import H100_SXM
+    from autoheur.models.artifact import MODELS_DIR, TrainedModel
+
+    with pytest.raises(TypeError, match="model must be a TrainedModel"):
+        ChoiceFilter(str(MODELS_DIR / "inductor-nvidia-h100-80gb-hbm3.joblib"))
+    with pytest.raises(TypeError, match="got int"):
+        ChoiceFilter(42)
+    with pytest.raises(ValueError, match="model is of the 'triton' family"):
+        ChoiceFilter(TrainedModel.load(MODELS_DIR / "nvidia-h200.joblib"))
+    inductor = TrainedModel.load(MODELS_DIR / "inductor-nvidia-h100-80gb-hbm3.joblib")
+    for device in ("h100", {}):
+        with pytest.raises(TypeError, match="device must be a DeviceSpec"):
+            ChoiceFilter(inductor, device=device)
+    with pytest.raises(ValueError, match="top_k=True"):
+        ChoiceFilter(inductor, top_k=True)
+    assert ChoiceFilter(inductor, device=H100_SXM).device == H100_SXM.to_dict()
