@@ -4,6 +4,7 @@ one, each problem once, a problem measured twice with different rows refused (st
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,7 +41,33 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         diff = stores[0].meta.mismatches(s.meta)
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
-    out = DatasetStore.open(dest, stores[0].meta, hint=f"merge into another directory (another --into than {dest})")
+    if dest.exists() and not dest.is_dir():
+        raise ValueError(f"--into {dest} exists and is not a directory")
+    if _has_entries(dest):
+        out = DatasetStore.open(dest, stores[0].meta, hint=f"merge into another directory (another --into than {dest})")
+        return _merge_into(stores, out, finished)
+    # A new destination is built beside it and renamed into place when whole: a source found corrupt half-way
+    # left a destination of some problems that later commands took for the merge (stop 80's audit).
+    build = dest.with_name(f".{dest.name}.merging-{os.getpid()}")
+    if build.exists():
+        shutil.rmtree(build)
+    try:
+        stats = _merge_into(stores, DatasetStore.open(build, stores[0].meta), finished)
+        if dest.exists():
+            dest.rmdir()  # empty (checked above)
+        build.rename(dest)
+    finally:
+        if build.exists():
+            shutil.rmtree(build)
+    return {**stats, "dest": str(dest)}
+
+
+def _has_entries(path: Path) -> bool:
+    return path.is_dir() and any(path.iterdir())
+
+
+def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequence[str]) -> dict:
+    dest = out.root
     copied = skipped = logs = renamed = unfinished = 0
     retimes = dict.fromkeys(RETIME_KINDS, 0)
     for s in stores:

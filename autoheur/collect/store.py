@@ -51,6 +51,7 @@ from autoheur.collect.schema import (
     NOT_NULL,
     PROBLEM_FIELDS,
     SCHEMA,
+    SCHEMA_VERSION,
     Metadata,
     problem_from_row,
     problem_id,
@@ -656,9 +657,15 @@ def read_manifest(root: Path) -> Metadata:
     if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
         raise ValueError(f"{path} holds no 'metadata' record: it is corrupt or not a dataset manifest; {fix}")
     try:
-        return Metadata.from_dict(record["metadata"])
+        meta = Metadata.from_dict(record["metadata"])
     except (ValueError, TypeError, AttributeError) as exc:  # fields missing, unknown or of the wrong type
         raise ValueError(f"{path}: {exc}. If it was edited or damaged, {fix}") from None
+    if meta.schema_version != SCHEMA_VERSION:  # said of the manifest, not of the first part read against it
+        raise ValueError(
+            f"{path} says schema version {meta.schema_version!r}, and this autoheur reads version {SCHEMA_VERSION}: "
+            f"a dataset of another autoheur version (install it), or an edited manifest: {fix}"
+        )
+    return meta
 
 
 def read_problem_ids(path: Path | str) -> set[str]:

@@ -134,3 +134,33 @@ def test_a_pass_measured_twice_with_different_rows_is_refused(tmp_path):
     assert merge([tmp_path / "a"], tmp_path / "m")["refines_copied"] == 1
     with pytest.raises(ValueError, match="had a refine pass twice, with different rows"):
         merge([tmp_path / "b"], tmp_path / "m")
+
+
+def test_a_merge_that_fails_leaves_no_new_destination(tmp_path):
+    """A source found corrupt half-way (its parts are read as they are copied): a new destination is built beside and
+    renamed into place only when whole, so nothing is left that a later `train --data` would take for the merge."""
+    fill(tmp_path / "good", PROBLEMS[:2])
+    bad = fill(tmp_path / "bad", PROBLEMS[2:])
+    part = next(iter(bad.parts().values()))
+    part.write_bytes(part.read_bytes()[:100])  # cut short
+    with pytest.raises(ValueError):
+        merge([tmp_path / "good", tmp_path / "bad"], tmp_path / "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "good"]  # no "new", no half-built one beside it
+    (tmp_path / "empty").mkdir()  # an empty directory is a new destination too
+    assert merge([tmp_path / "good"], tmp_path / "empty")["problems"] == 2
+    assert DatasetStore.load(tmp_path / "empty").done_problems() == {problem_id(p) for p in PROBLEMS[:2]}
+
+
+def test_a_manifest_of_another_schema_version_is_refused_by_name(tmp_path):
+    import json
+
+    fill(tmp_path / "ds", PROBLEMS[:1])
+    manifest = tmp_path / "ds" / "dataset.json"
+    record = json.loads(manifest.read_text())
+    record["metadata"]["schema_version"] = 99
+    manifest.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"dataset.json says schema version 99, and this autoheur reads version 1"):
+        DatasetStore.load(tmp_path / "ds")
+    with pytest.raises(ValueError, match="says schema version 99"):
+        merge([tmp_path / "ds"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
