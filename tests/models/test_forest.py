@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -160,7 +162,37 @@ def test_the_routine_is_compiled_once_into_the_cache(monkeypatch, tmp_path):
     stamp = lib.stat().st_mtime_ns
     monkeypatch.setattr(forest, "_state", {})
     assert forest._library() is not None and lib.stat().st_mtime_ns == stamp  # loaded, not rebuilt
-    assert [p.name for p in lib.parent.iterdir()] == [lib.name]  # no temporary left
+    assert sorted(p.name for p in lib.parent.iterdir()) == sorted([lib.name, lib.with_suffix(".sha256").name])
+
+
+@pytest.mark.parametrize("damage", ["cut short", "another library", "no digest"])
+def test_a_damaged_library_in_the_cache_is_rebuilt_not_loaded(monkeypatch, tmp_path, damage):
+    """A cut-short library in the cache crashed the process (a bus error) when loaded, and another library raised
+    past the fallback (no such symbol): each is now checked against the digest written beside it, and rebuilt."""
+    if forest._compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setattr(forest, "_state", {})
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path))
+    assert forest._library() is not None
+    (lib,) = tmp_path.rglob("*.so")
+    good = lib.read_bytes()
+    # Damaged as another process would leave it: a new file in its place (this process has the library mapped, and
+    # writing into a mapped file would fault this process, not test the check).
+    bad = tmp_path / "bad.so"
+    if damage == "cut short":
+        bad.write_bytes(good[:3000])
+        os.replace(bad, lib)
+    elif damage == "another library":
+        other = tmp_path / "other.c"
+        other.write_text("int other(void) { return 1; }\n")
+        subprocess.run([*forest._compiler(), "-shared", "-fPIC", str(other), "-o", str(bad)], check=True)
+        os.replace(bad, lib)
+    else:
+        lib.with_suffix(".sha256").unlink()
+    monkeypatch.setattr(forest, "_state", {})
+    assert forest._library() is not None  # rebuilt, and loaded
+    assert forest._sha256(lib) == lib.with_suffix(".sha256").read_text().strip() and lib.stat().st_size == len(good)
+    assert "compiled" in forest.status()
 
 
 def test_ubjson_reads_what_xgboost_writes_as_its_json_says(boosters):
