@@ -249,10 +249,14 @@ def _remeasure(
     if store.meta.family != "triton":
         raise ValueError(f"{root} holds the {store.meta.family!r} family: {kind} measures the 'triton' family only")
     meta = replace(runner.dataset_metadata(0, "triton"), configs=store.meta.configs)  # a trial stays one
+    if meta.device_name != store.meta.device_name:  # the plain case first (a host without the dataset's GPU)
+        raise ValueError(f"{root} was collected on {store.meta.device_name}, and this host's device is "
+                         f"{meta.device_name}: run data {kind} on the GPU that collected it")  # fmt: skip
     try:  # the check write_retime makes, before any GPU work
         check_retime_metadata(store.meta, meta)
     except ValueError as exc:
-        raise ValueError(f"{root}: {exc}; {kind} on the device, toolchain and kernel that collected it") from None
+        why = str(exc).replace("the retime was measured", "this host measures")
+        raise ValueError(f"{root}: {why}; run data {kind} on the GPU, toolchain and kernel that collected it") from None
     done = store.retimes(kind)
     todo: list[tuple[Problem, tuple[str, ...]]] = []
     waiting = 0

@@ -676,8 +676,12 @@ def read_problem_ids(path: Path | str) -> set[str]:
         return DatasetStore.load(path).done_problems()
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: give a dataset directory or a file of problem ids")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a text file of problem ids (a Parquet file? give its dataset)") from None
     ids = set()
-    for line_no, line in enumerate(path.read_text().splitlines(), 1):
+    for line_no, line in enumerate(text.splitlines(), 1):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue

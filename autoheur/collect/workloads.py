@@ -366,6 +366,8 @@ def workload(
     backward: the gradient GEMMs of the public-model grid's problems (`backward_problems`)
     sampled_grad_a: the input-gradient GEMMs of the sampled 2D x 3D forwards (`sampled_grad_a_problems`)
     """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count={count!r}: how many problems, at least 1")
     if not layouts or not dtypes:
         raise ValueError(f"layouts={tuple(layouts)}, dtypes={tuple(dtypes)}: give at least one of each")
     for lay in layouts:

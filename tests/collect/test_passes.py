@@ -62,9 +62,17 @@ def test_retime_end_to_end_resumes_and_keeps_the_first_measurement(tmp_path):
 def test_retime_refuses_another_device(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     collect(TINY[:1], root, OPTS, log=quiet)
-    monkeypatch.setattr(runner, "dataset_metadata", other_gpu(runner.dataset_metadata))
-    with pytest.raises(ValueError, match="device.name.*retime on the device"):
+    real = runner.dataset_metadata
+    monkeypatch.setattr(runner, "dataset_metadata", other_gpu(real))
+    with pytest.raises(ValueError, match="was collected on Triton interpreter .*, and this host's device is .*: run "
+                       "data retime on the GPU that collected it"):  # fmt: skip
         passes.retime(root, CollectOptions(reps=2, workers=1), log=quiet)
+    with pytest.raises(ValueError, match="was collected on .*: run data refine on the GPU"):
+        passes.refine(root, CollectOptions(reps=2, workers=1), log=quiet)
+    name = DatasetStore.load(root).meta.device_name  # the same GPU, another torch: the conditions named
+    monkeypatch.setattr(runner, "dataset_metadata", other_gpu(real, name=name, torch="0.0"))
+    with pytest.raises(ValueError, match="this host measures under other conditions .*device.torch.*run data polish"):
+        passes.polish(root, CollectOptions(reps=2, workers=1), log=quiet)
     assert not DatasetStore.load(root).retimes()
 
 

@@ -814,3 +814,12 @@ def test_pack_removes_dead_runs_temps_and_says_what_it_did(tmp_path, capsys):
     assert main(["data", "pack", str(tmp_path / "d")]) == 0
     packed = json.loads(capsys.readouterr().out)["packed"]["part"]
     assert packed == {"moved": 0, "leftovers_removed": 1, "temps_removed": 0} and not store.part_path(pid).exists()
+
+
+def test_problem_ids_from_a_file_that_is_not_text_say_so(tmp_path):
+    from autoheur.collect.store import read_problem_ids
+
+    binary = tmp_path / "part.parquet"
+    binary.write_bytes(b"PAR1\xa8\xff\x00")
+    with pytest.raises(ValueError, match="part.parquet is not a text file of problem ids"):
+        read_problem_ids(binary)

@@ -463,3 +463,11 @@ def test_cli_workload_choices_are_the_workloads():
     from autoheur.cli import WORKLOAD_CHOICES
 
     assert WORKLOAD_CHOICES == WORKLOADS
+
+
+@pytest.mark.parametrize("count", [0, -1, 2.5, True])
+def test_a_count_below_one_is_refused_by_name(count):
+    from autoheur.collect.workloads import workload
+
+    with pytest.raises(ValueError, match=r"count=.*how many problems, at least 1"):
+        workload("sampled", count)
