@@ -6,6 +6,7 @@ cumulative group ends, row- or column-major operands whose leading stride is a m
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -253,7 +254,8 @@ def _capturing(t: torch.Tensor) -> bool:
 def check_config(config: KernelConfig, call: GemmCall) -> None:
     if not isinstance(config, KernelConfig):
         raise TypeError(f"config must be a KernelConfig, got {type(config).__name__}")
-    if call.a.dtype == torch.bfloat16 and call.a.device.type == "cpu":  # the launch would run in the interpreter
+    launches = math.prod(call.out_shape) > 0 and not (call.k == 0 and call.ragged != Ragged.K)  # as grouped_mm
+    if launches and call.a.dtype == torch.bfloat16 and call.a.device.type == "cpu":  # it would run in the interpreter
         raise TypeError(
             "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no "
             "bfloat16), so run bf16 on a GPU, or use float16 or float32 on the CPU"
