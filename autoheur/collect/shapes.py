@@ -2,18 +2,20 @@
 
 Fields (CSV columns or JSON keys):
   layout   2d3d (default) | 3d2d | 2d2d | 3d3d
-  groups   number of groups (experts), >= 1
+  groups   number of groups (experts), >= 1; with sizes given, their count by default
   sizes    the per-group ragged extents: a JSON list, or in CSV a list separated by spaces, ';' or '|'
     -- or, instead of sizes --
   total    rows (2d3d), columns (3d2d) or reduction length (2d2d) over all groups, and
   routing  uniform | balanced_jitter | zipf (how `total` splits over the groups), optional `zipf_s`, `seed`
-  m, n, k  the fixed extents: 2d3d needs n, k; 3d2d m, k; 2d2d m, n; 3d3d m, n, k (per batch)
+  m, n, k  the fixed extents: 2d3d needs n, k; 3d2d m, k; 2d2d m, n; 3d3d m, n, k (per batch). The one a layout
+           takes from the sizes (2d3d's m, 3d2d's n, 2d2d's k) may be absent or 0, nothing else
   dtype    bfloat16 (default) | float16 | float32 (also bf16, fp16, fp32)
   b_major  k (default; B stored [.., N, K] as MoE weights are) | n
   a_major  k (default) | m
   name     a label (optional)
 
-Every line is checked before anything is collected; all bad lines are reported together, each with its line number.
+Every line is checked before anything is collected or tuned; all bad lines are reported together, each with its
+line number.
 """
 
 from __future__ import annotations
