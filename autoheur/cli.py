@@ -504,7 +504,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _tune_line(row: dict) -> str:
-    line = f"{row['problem'][:44]:44s} {row['config']:28s} {row['ms']:.4f} ms  tuned in {row['tune_s']:.2f} s"
+    line = (f"{row['problem'][:44]:44s} {row['config']:28s} {row['ms']:.4f} ms  tuned in {row['tune_s']:.2f} s "
+            f"({row['candidates']} candidates: {row['source']})")  # fmt: skip
     if "exhaustive_ms" in row:
         line += (f" | exhaustive {row['exhaustive_config']} {row['exhaustive_ms']:.4f} ms in "
                  f"{row['exhaustive_s']:.1f} s, efficiency {row['efficiency']:.3f}")  # fmt: skip

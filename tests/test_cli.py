@@ -226,3 +226,13 @@ def test_a_dataset_without_problems_is_refused_by_name(tmp_path, capsys):
     shutil.copy(src, tmp_path / "ds" / "dataset.json")
     assert main(["train", "--data", str(tmp_path / "ds"), "--out", str(tmp_path / "m.joblib")]) == 2
     assert "holds no problems yet" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a tiny problem in the interpreter")
+def test_tune_says_where_each_problems_candidates_came_from(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')  # groups from the sizes
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("s.jsonl:1") and "tuned in" in line and "(1 candidates: model" in line
