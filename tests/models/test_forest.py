@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -151,13 +152,20 @@ def test_no_compiler_means_xgboost_and_a_reason(boosters, monkeypatch, tmp_path)
     assert not list(tmp_path.rglob("*.so"))
 
 
-def test_the_routine_is_compiled_once_into_the_cache(monkeypatch, tmp_path):
+@pytest.fixture
+def built(monkeypatch, tmp_path) -> Path:
+    """The routine compiled into a cache of its own (tmp_path), this process's state fresh: the library's path."""
     if forest._compiler() is None:
         pytest.skip("no C compiler")
     monkeypatch.setattr(forest, "_state", {})
     monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path))
     assert forest._library() is not None
     (lib,) = tmp_path.rglob("*.so")
+    return lib
+
+
+def test_the_routine_is_compiled_once_into_the_cache(built, monkeypatch, tmp_path):
+    lib = built
     assert str(lib) in forest.status() and lib.parent == tmp_path / "forest"
     stamp = lib.stat().st_mtime_ns
     monkeypatch.setattr(forest, "_state", {})
@@ -166,15 +174,10 @@ def test_the_routine_is_compiled_once_into_the_cache(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["cut short", "another library", "no digest"])
-def test_a_damaged_library_in_the_cache_is_rebuilt_not_loaded(monkeypatch, tmp_path, damage):
+def test_a_damaged_library_in_the_cache_is_rebuilt_not_loaded(built, monkeypatch, tmp_path, damage):
     """A cut-short library in the cache crashed the process (a bus error) when loaded, and another library raised
     past the fallback (no such symbol): each is now checked against the digest written beside it, and rebuilt."""
-    if forest._compiler() is None:
-        pytest.skip("no C compiler")
-    monkeypatch.setattr(forest, "_state", {})
-    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path))
-    assert forest._library() is not None
-    (lib,) = tmp_path.rglob("*.so")
+    lib = built
     good = lib.read_bytes()
     # Damaged as another process would leave it: a new file in its place (this process has the library mapped, and
     # writing into a mapped file would fault this process, not test the check).
