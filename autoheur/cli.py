@@ -470,13 +470,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
                   f"is {where}")  # fmt: skip
         for i, (c, s) in enumerate(top, 1):
             print(f"  {i:2d}. {c:28s} " + (f"score {s:8.3f}" if s is not None else "(fixed list)"))
-        if any(s is not None and s < -SHORTLIST_SHIFT / 2 for _, s in top):
-            print("  (scores near -10000: configs past the model's shortlist, ordered by its first trees only; "
-                  "-30000: configs no training problem had near its best, not scored)")  # fmt: skip
+        from autoheur.models.rankers import XGBRankerModel
+
+        below = XGBRankerModel._BELOW  # how far the ranker shifts a config past its shortlist down
+        if any(s is not None and s < -below / 2 for _, s in top):
+            print(f"  (scores near {-below:.0f}: configs past the model's shortlist, ordered by its first trees only; "
+                  f"{-3 * below:.0f}: configs no training problem had near its best, not scored)")  # fmt: skip
     return 0
-
-
-SHORTLIST_SHIFT = 1e4  # XGBRankerModel._BELOW: how far a config past the model's shortlist is shifted down
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
