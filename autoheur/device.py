@@ -74,6 +74,9 @@ H100_SXM = DeviceSpec(
 H200 = dataclasses.replace(H100_SXM, name="NVIDIA H200", l2_bytes=62914560)
 
 PRESETS = {"h100": H100_SXM, "h200": H200}
+# What `autoheur collect` names the device of a dataset timed in the Triton interpreter (the H100's feasibility rules,
+# the CPU's timings): never an H100's. At run time in the interpreter a model of such data comes first (Tuner.model).
+INTERPRETER_NAME = "Triton interpreter (H100 rules)"
 
 
 def current_device_spec() -> DeviceSpec:

@@ -47,7 +47,7 @@ from autoheur.collect.schema import (
 )
 from autoheur.collect.store import DatasetStore
 from autoheur.collect.timing import Timer, Timing, WallTimer
-from autoheur.device import H100_SXM, DeviceSpec
+from autoheur.device import H100_SXM, INTERPRETER_NAME, DeviceSpec
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
 from autoheur.kernels.validate import interpreting
 from autoheur.problem import Problem
@@ -116,7 +116,7 @@ def _known_config(config_id: str) -> bool:
 def device_spec(index: int = 0) -> DeviceSpec:
     """The GPU's spec; under the interpreter, H100 feasibility rules under a name that says it is not an H100."""
     if interpreting() or not torch.cuda.is_available():
-        return replace(H100_SXM, name="Triton interpreter (H100 rules)")
+        return replace(H100_SXM, name=INTERPRETER_NAME)
     return DeviceSpec.from_torch(index)
 
 

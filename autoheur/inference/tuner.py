@@ -41,7 +41,7 @@ import warnings
 import torch
 
 from autoheur import SettingError, env_flag
-from autoheur.device import DeviceSpec
+from autoheur.device import INTERPRETER_NAME, DeviceSpec
 from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, choice_from_id
 from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
@@ -178,6 +178,12 @@ class Tuner:
         name = spec.name
         with self._lock:
             if name not in self._models:
+                # In the interpreter a model of one's own interpreter data comes first (train-then-use on a CPU)
+                own, how = model_for_device(INTERPRETER_NAME) if interpreting() else (None, "")
+                if own is not None:
+                    log.info("autoheur: in the interpreter, %s", how)
+                    self._models[name] = own
+                    return own
                 model, how = model_for_device(name, spec=spec.to_dict())
                 borrowed = model is not None and model.device.get("name") != name
                 if (model is None or borrowed) and name not in self._warned:

@@ -872,3 +872,26 @@ def test_a_models_directory_of_ones_own_comes_before_the_shipped_one(trained, tm
     monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(tmp_path / "typo"))  # not a directory: said, not passed over
     with pytest.warns(UserWarning, match="AUTOHEUR_MODELS_DIR=.*typo' is not a directory: only the shipped models/"):
         assert artifact.model_for_device(name)[0].meta["train_data_hash"] == shipped.meta["train_data_hash"]
+
+
+def test_in_the_interpreter_a_model_of_interpreter_data_comes_first(trained, tmp_path, monkeypatch):
+    """A model trained on a dataset collected in the interpreter (its device: "Triton interpreter (H100 rules)") is
+    what the tuner ranks with when the interpreter runs the kernels: train-then-use can be tried end to end on a CPU
+    (stop 79's walkthrough could not). Without one, the H100's model as before."""
+    import copy
+
+    from autoheur.device import H100_SXM, INTERPRETER_NAME
+    from autoheur.inference.tuner import Tuner
+
+    model, _ = trained
+    own = copy.deepcopy(model)
+    own.meta["device"] = {**own.meta["device"], "name": INTERPRETER_NAME}
+    own.save(tmp_path / "own" / "triton-interpreter-h100-rules.joblib")
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(tmp_path / "own"))
+    monkeypatch.setattr("autoheur.inference.tuner.interpreting", lambda: True)
+    assert Tuner().model(H100_SXM).device["name"] == INTERPRETER_NAME
+    monkeypatch.setattr("autoheur.inference.tuner.interpreting", lambda: False)
+    assert Tuner().model(H100_SXM).device["name"] == H100_SXM.name  # on a GPU: the GPU's own
+    monkeypatch.delenv("AUTOHEUR_MODELS_DIR")
+    monkeypatch.setattr("autoheur.inference.tuner.interpreting", lambda: True)
+    assert Tuner().model(H100_SXM).device["name"] == H100_SXM.name  # none of one's own: the shipped H100's
