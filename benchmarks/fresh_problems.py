@@ -9,8 +9,9 @@ stops early) is an even mix:
   3. sampled problems beyond the models: 2D x 3D bf16, 2D x 3D fp16, 2D x 2D bf16 (weight-gradient majors) in turn,
   4. sampled input gradients (`sampled_grad_a_problems`, another seed than stream 3's, so other shapes).
 Each line carries the exact sizes, and the script checks that it parses back to its problem id.
-`--only 2d2d-zipf` takes stream 3's 2D x 2D problems with Zipf routing alone: the kind that sets the GroupKFolds'
-best-of-10 min (tiny, skewed weight gradients), for a reading of that tail on problems no choice has seen.
+`--only 2d2d-zipf` draws the sampled 2D x 2D bf16 generator alone (its own sequence, not stream 3's), Zipf routing
+only: the kind that sets the GroupKFolds' best-of-10 min (tiny, skewed weight gradients), for a reading of that tail
+on problems no choice has seen.
 
   python benchmarks/fresh_problems.py --seed 79 --count 1200 --out benchmarks/fresh_s79_problems.jsonl
   python benchmarks/fresh_problems.py --seed 80 --count 600 --only 2d2d-zipf --out benchmarks/fresh_s80_problems.jsonl

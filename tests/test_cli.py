@@ -209,7 +209,7 @@ def test_train_and_eval_refuse_an_output_they_cannot_write_before_the_work(tmp_p
 
 def test_a_shapes_path_that_is_no_text_file_is_refused(tmp_path, capsys):
     assert main(["tune", "--shapes", str(tmp_path)]) == 2
-    assert "is not a file (a directory?)" in capsys.readouterr().err
+    assert "is a directory: give a .jsonl or .csv file" in capsys.readouterr().err
     binary = tmp_path / "b.jsonl"
     binary.write_bytes(b"\xa8\xff\x00")
     assert main(["collect", "--dry-run", "--shapes", str(binary)]) == 2

@@ -14,12 +14,13 @@ from autoheur.problem import Problem, launches_kernel
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py: the interpreter on the CPU
 
-CASES = [  # (problem, launches); float16: bf16 launches are refused on the CPU (the interpreter's bf16 dot)
-    (Problem("2d3d", 2, (0, 0), 0, 32, 16, "float16"), False),  # no rows: an empty [0, N] output
-    (Problem("3d2d", 2, (0, 0), 16, 0, 32, "float16"), False),  # no columns: an empty [M, 0] output
-    (Problem("2d2d", 2, (0, 0), 16, 32, 0, "float16"), True),  # K = 0 in every group: the kernel writes zeros
-    (Problem("2d3d", 2, (3, 0), 0, 32, 16, "float16"), True),
-    (Problem("3d3d", 2, (), 16, 32, 16, "float16"), True),
+DT = "bfloat16" if DEVICE == "cuda" else "float16"  # bf16 launches are refused on the CPU (the interpreter's bf16 dot)
+CASES = [  # (problem, launches)
+    (Problem("2d3d", 2, (0, 0), 0, 32, 16, DT), False),  # no rows: an empty [0, N] output
+    (Problem("3d2d", 2, (0, 0), 16, 0, 32, DT), False),  # no columns: an empty [M, 0] output
+    (Problem("2d2d", 2, (0, 0), 16, 32, 0, DT), True),  # K = 0 in every group: the kernel writes zeros
+    (Problem("2d3d", 2, (3, 0), 0, 32, 16, DT), True),
+    (Problem("3d3d", 2, (), 16, 32, 16, DT), True),
 ]
 
 

@@ -18,7 +18,15 @@ from autoheur.collect.store import MANIFEST, PAST, RETIME_KINDS, DatasetStore, _
 def info(root: Path) -> dict:
     """Summary of a dataset directory, or of every dataset directly under `root` (e.g. `data/`)."""
     root = Path(root)
-    roots = [root] if (root / MANIFEST).exists() else sorted(p.parent for p in root.glob(f"*/{MANIFEST}"))
+    roots = (
+        [root]
+        if (root / MANIFEST).exists()
+        else sorted(
+            p.parent
+            for p in root.glob(f"*/{MANIFEST}")
+            if not p.parent.name.startswith(".")  # a merge's half-built one
+        )
+    )
     if not roots:
         raise ValueError(f"no dataset at {root} (no {MANIFEST} there or in its subdirectories)")
     cols = ["problem_id", "layout", "dtype", "config_id", "status", "median_ms"]

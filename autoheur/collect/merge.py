@@ -47,15 +47,17 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         out = DatasetStore.open(dest, stores[0].meta, hint=f"merge into another directory (another --into than {dest})")
         return _merge_into(stores, out, finished)
     # A new destination is built beside it and renamed into place when whole: a source found corrupt half-way
-    # left a destination of some problems that later commands took for the merge (stop 80's audit).
-    build = dest.with_name(f".{dest.name}.merging-{os.getpid()}")
+    # left a destination of some problems that later commands took for the merge (stop 80's audit). Beside the
+    # resolved path: "." has no name to build beside, and a link to an empty directory stands for that directory.
+    target = dest.resolve()
+    build = target.with_name(f".{target.name}.merging-{os.getpid()}")
     if build.exists():
         shutil.rmtree(build)
     try:
         stats = _merge_into(stores, DatasetStore.open(build, stores[0].meta), finished)
-        if dest.exists():
-            dest.rmdir()  # empty (checked above)
-        build.rename(dest)
+        if target.exists():
+            target.rmdir()  # empty (checked above)
+        build.rename(target)
     finally:
         if build.exists():
             shutil.rmtree(build)

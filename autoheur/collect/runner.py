@@ -79,14 +79,16 @@ class CollectOptions:
         factor = self.abort_factor  # inf: censor nothing (the passes)
         if not isinstance(factor, int | float) or math.isnan(factor) or factor < 1:
             bad.append(f"abort_factor={factor!r} (a number >= 1)")
-        if self.workers is not None and (not _is_int(self.workers) or self.workers < 1):
-            bad.append(f"workers={self.workers!r} (at least 1)")
-        if self.time_limit_s is not None and not (self.time_limit_s > 0 and math.isfinite(self.time_limit_s)):
-            bad.append(f"time_limit={self.time_limit_s!r} (seconds > 0)")
+        if self.workers is not None and (not _is_int(self.workers) or self.workers < 0):
+            bad.append(f"workers={self.workers!r} (at least 1; 0 or none: all cores)")
+        if self.time_limit_s is not None and not (self.time_limit_s >= 0 and math.isfinite(self.time_limit_s)):
+            bad.append(f"time_limit={self.time_limit_s!r} (seconds > 0; 0 or none: no limit)")
         if self.config_sample is not None and (not _is_int(self.config_sample) or self.config_sample < 1):
             bad.append(f"sample_configs={self.config_sample!r} (at least 1)")
-        if not _is_int(self.seed) or self.seed < 0:
-            bad.append(f"seed={self.seed!r} (an integer >= 0)")
+        if not _is_int(self.seed):
+            bad.append(f"seed={self.seed!r} (an integer)")
+        if self.family == "inductor" and (self.config_ids is not None or self.config_sample is not None):
+            bad.append("configs / sample_configs: the inductor family times Inductor's whole grid (no subsets)")
         if self.config_ids is not None:
             if not self.config_ids:
                 bad.append("configs: none given")

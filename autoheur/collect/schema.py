@@ -244,7 +244,10 @@ class Metadata:
         return str(self.device["name"])
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if d["configs"] == "all":  # written only for a trial: a full-space dataset reads in an autoheur before stop 80
+            del d["configs"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Metadata:

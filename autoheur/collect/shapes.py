@@ -11,7 +11,9 @@ Fields (CSV columns or JSON keys):
            takes from the sizes (2d3d's m, 3d2d's n, 2d2d's k) may be absent or 0, nothing else
   dtype    bfloat16 (default) | float16 | float32 (also bf16, fp16, fp32)
   b_major  k (default; B stored [.., N, K] as MoE weights are) | n
-  a_major  k (default) | m
+  a_major  k (default) | m. A weight gradient (2d2d) as the backward runs it is a_major m, b_major n: give them (the
+           k/k default is no layout the backward makes, and no model trained on it; `predict --layout 2d2d` defaults
+           to m/n, a shapes line keeps k/k so that the ids of existing lines stay)
   name     a label (optional)
 
 Every line is checked before anything is collected or tuned; all bad lines are reported together, each with its
@@ -51,8 +53,8 @@ def load_shapes(path: str | Path) -> list[Problem]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"shapes file {path} does not exist")
-    if not path.is_file():
-        raise ValueError(f"shapes file {path} is not a file (a directory?): give a .jsonl or .csv file")
+    if path.is_dir():  # a pipe or /dev/stdin reads as a file
+        raise ValueError(f"shapes file {path} is a directory: give a .jsonl or .csv file")
     try:
         text = path.read_text()
     except UnicodeDecodeError:
@@ -162,10 +164,7 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
     missing = [d for d in NEEDS[layout] if d not in rec]
     if missing:
         raise ValueError(f"layout {layout} needs {', '.join(NEEDS[layout])}; missing {', '.join(missing)}")
-    unused = [d for d in "mnk" if d not in NEEDS[layout] and rec.get(d) not in (None, "", 0, "0")]
-    if unused:  # a dimension the layout takes from the groups' sizes: a given value would be silently dropped
-        raise ValueError(f"layout {layout} takes {', '.join(NEEDS[layout])}; {', '.join(unused)} is the sum of the "
-                         "groups' sizes there (leave it out, or 0)")  # fmt: skip
+    given = {d: _int(rec, d, 0) for d in "mnk" if d not in NEEDS[layout] and rec.get(d) not in (None, "")}
     dims = {d: (_int(rec, d, 1) if d in NEEDS[layout] else 0) for d in "mnk"}
     if layout == "3d3d":
         if "sizes" in rec or "total" in rec:
@@ -194,6 +193,10 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
         sizes = distribute_rows(total, groups, routing, torch.Generator().manual_seed(seed), zipf_s)
     else:
         raise ValueError("give the per-group sizes, or total and routing")
+    unused = [d for d, v in given.items() if v not in (0, sum(sizes))]
+    if unused:  # a dimension the layout takes from the groups' sizes: another value would be silently dropped
+        raise ValueError(f"layout {layout} takes {', '.join(NEEDS[layout])}; {', '.join(unused)} is the sum of the "
+                         f"groups' sizes there ({sum(sizes)}: leave it out, or give 0 or that)")  # fmt: skip
     return Problem(
         layout=layout,
         groups=groups,

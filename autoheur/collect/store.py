@@ -656,16 +656,16 @@ def read_manifest(root: Path) -> Metadata:
         raise ValueError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {fix}") from None
     if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
         raise ValueError(f"{path} holds no 'metadata' record: it is corrupt or not a dataset manifest; {fix}")
-    try:
-        meta = Metadata.from_dict(record["metadata"])
-    except (ValueError, TypeError, AttributeError) as exc:  # fields missing, unknown or of the wrong type
-        raise ValueError(f"{path}: {exc}. If it was edited or damaged, {fix}") from None
-    if meta.schema_version != SCHEMA_VERSION:  # said of the manifest, not of the first part read against it
+    version = record["metadata"].get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:  # before its fields are read: another version may have other fields
         raise ValueError(
-            f"{path} says schema version {meta.schema_version!r}, and this autoheur reads version {SCHEMA_VERSION}: "
+            f"{path} says schema version {version!r}, and this autoheur reads version {SCHEMA_VERSION}: "
             f"a dataset of another autoheur version (install it), or an edited manifest: {fix}"
         )
-    return meta
+    try:
+        return Metadata.from_dict(record["metadata"])
+    except (ValueError, TypeError, AttributeError) as exc:  # fields missing, unknown or of the wrong type
+        raise ValueError(f"{path}: {exc}. If it was edited or damaged, {fix}") from None
 
 
 def read_problem_ids(path: Path | str) -> set[str]:

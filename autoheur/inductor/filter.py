@@ -125,8 +125,8 @@ def enable(model=None, top_k: int = 10, device: dict | None = None) -> contextli
                 "Inductor's grouped_mm choices are left whole",
                 stacklevel=2,
             )
+    flt = ChoiceFilter(model, top_k, device)  # its arguments checked before the filter installed now is removed
     disable()
-    flt = ChoiceFilter(model, top_k, device)
     sa.add_preprocessing_fn(flt)
     _ACTIVE.append(flt)
     return _Scope(flt)

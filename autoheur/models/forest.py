@@ -294,7 +294,7 @@ def _build() -> Path:
     path = library_dir() / f"forest-{tag.hexdigest()[:16]}.so"
     digest = path.with_suffix(".sha256")  # of the library as built: a damaged file is rebuilt, never loaded
     _state["path"] = path
-    if path.exists() and digest.exists() and digest.read_text().strip() == _sha256(path):
+    if path.exists() and digest.exists() and digest.read_bytes().strip() == _sha256(path).encode():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:

@@ -33,3 +33,9 @@ def test_info_counts(tmp_path):
     assert "(inductor family), 1 problems" in format_info(three)
     with pytest.raises(ValueError, match="no dataset"):
         info(tmp_path / "nothing")
+
+
+def test_a_half_built_merge_left_by_a_kill_is_not_counted(tmp_path):
+    fill(tmp_path / "data" / "h100", PROBLEMS[:1])
+    fill(tmp_path / "data" / ".h100-all.merging-123", PROBLEMS)  # what a SIGKILLed merge leaves beside its target
+    assert info(tmp_path / "data")["problems"] == 1

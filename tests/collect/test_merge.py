@@ -3,6 +3,8 @@ refused, the passes' files and run logs along."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autoheur.collect.info import info
@@ -158,9 +160,23 @@ def test_a_manifest_of_another_schema_version_is_refused_by_name(tmp_path):
     manifest = tmp_path / "ds" / "dataset.json"
     record = json.loads(manifest.read_text())
     record["metadata"]["schema_version"] = 99
+    record["metadata"]["a_field_of_version_99"] = 1  # read by version first: not "unknown metadata fields"
     manifest.write_text(json.dumps(record))
     with pytest.raises(ValueError, match=r"dataset.json says schema version 99, and this autoheur reads version 1"):
         DatasetStore.load(tmp_path / "ds")
     with pytest.raises(ValueError, match="says schema version 99"):
         merge([tmp_path / "ds"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_merge_into_the_working_directory_or_a_link_to_an_empty_one(tmp_path, monkeypatch):
+    fill(tmp_path / "src", PROBLEMS[:1])
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert merge([tmp_path / "src"], Path("."))["problems"] == 1
+    assert DatasetStore.load(tmp_path / "here").done_problems() == {problem_id(PROBLEMS[0])}
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    assert merge([tmp_path / "src"], tmp_path / "link")["problems"] == 1
+    assert (tmp_path / "link").is_symlink() and DatasetStore.load(tmp_path / "empty").done_problems()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing half-built left

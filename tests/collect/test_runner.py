@@ -527,7 +527,8 @@ def test_rounds_check_first_in_an_untimed_pass():
         ({"time_limit_s": -5.0}, "time_limit=-5.0"),
         ({"config_sample": 0}, "sample_configs=0"),
         ({"config_sample": -2}, "sample_configs=-2"),  # it took the whole space
-        ({"seed": -1}, "seed=-1"),
+        ({"seed": 1.5}, "seed=1.5"),
+        ({"family": "inductor", "config_sample": 5}, "the inductor family times Inductor's whole grid"),
         ({"config_ids": ()}, "configs: none given"),
         ({"config_ids": (IDS[0], "bogus")}, "configs: ['bogus'] is not in the space"),
     ],
@@ -538,6 +539,7 @@ def test_bad_options_are_refused_before_a_dataset_is_begun(tmp_path, kw, message
     with pytest.raises(ValueError, match=f"bad collection options: .*{re.escape(message)}"):
         CollectOptions(**kw)
     assert CollectOptions(abort_factor=float("inf")).abort_factor == float("inf")  # the passes': censor nothing
+    assert CollectOptions(workers=0, time_limit_s=0, seed=-1).workers == 0  # 0: all cores, no limit, as before
 
 
 def test_collect_refuses_bad_options_leaving_nothing(tmp_path, capsys):

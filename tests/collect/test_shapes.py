@@ -375,3 +375,27 @@ def test_cli_good_shapes_file_dry_run(tmp_path, capsys):
     assert lines[2].startswith("2d2d") and lines[2].endswith("good.csv:4")
     assert lines[3].startswith("3d3d float32") and lines[3].endswith("batched")
     assert all("roofline" in ln for ln in lines)
+
+
+def test_an_unused_dim_may_be_the_sum_of_the_sizes_and_a_pipe_is_a_file(tmp_path):
+    """m = rows, as an export of a 2D x 3D call would write it, is what the sizes give anyway; "0.0" is 0; and a
+    shapes "file" may be a pipe (`--shapes <(...)`)."""
+    import os
+
+    from autoheur.collect.shapes import load_shapes
+
+    p = problem_from_record({"sizes": [3, 4], "n": 32, "k": 32, "m": 7})
+    assert p.m == 0 and p.sizes == (3, 4)
+    assert problem_from_record({"sizes": [3, 4], "n": 32, "k": 32, "m": "0.0"}).m == 0
+    with pytest.raises(ValueError, match=r"m is the sum of the groups' sizes there \(7: leave it out"):
+        problem_from_record({"sizes": [3, 4], "n": 32, "k": 32, "m": 8})
+    r, w = os.pipe()
+    os.write(w, b'{"sizes": [3, 4], "n": 32, "k": 32}\n')
+    os.close(w)
+    try:
+        (q,) = load_shapes(f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+    assert q.sizes == (3, 4)
+    with pytest.raises(ValueError, match="is a directory"):
+        load_shapes(tmp_path)

@@ -203,3 +203,17 @@ def test_enable_refuses_a_wrong_model_or_device_at_once():
     with pytest.raises(ValueError, match="top_k=True"):
         ChoiceFilter(inductor, top_k=True)
     assert ChoiceFilter(inductor, device=H100_SXM).device == H100_SXM.to_dict()
+
+
+def test_a_refused_enable_keeps_the_filter_installed():
+    from autoheur.inductor import filter as filt
+    from autoheur.models.artifact import MODELS_DIR, TrainedModel
+
+    inductor = TrainedModel.load(MODELS_DIR / "inductor-nvidia-h100-80gb-hbm3.joblib")
+    try:
+        scope = filt.enable(inductor)
+        with pytest.raises(TypeError):
+            filt.enable("a path")
+        assert filt._ACTIVE == [scope.filter]
+    finally:
+        filt.disable()

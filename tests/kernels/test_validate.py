@@ -527,3 +527,21 @@ def test_noncontiguous_offs_is_refused_or_made_contiguous(device):
         assert "offs" in str(e)
         return
     assert c.offs.is_contiguous(), "the kernel would read 5, 99, 5, 99 and write past the output"
+
+
+def test_the_alignment_advice_is_what_would_pass():
+    """`.contiguous()` is offered only where its row-major copy is aligned; a column-major view whose rows are aligned
+    is offered its column-major copy; else padding (stop 80's review: the advice was tested on the wrong extent)."""
+    from autoheur.kernels.validate import _major
+
+    cases = [
+        (torch.randn(12, 20).half()[:, :16].t(), r"\.mT\.contiguous\(\)\.mT"),  # (16, 12) column-major: rows 16
+        (torch.randn(16, 20).half()[:, :12].t(), r"call \.contiguous\(\)"),  # (12, 16): cols 16
+        (torch.randn(32, 20).half()[:, :12], r"pad the inner dimension \(12\)"),  # neither
+    ]
+    for t, advice in cases:
+        with pytest.raises(ValueError, match=advice):
+            _major(t, "a")
+    for t, advice in cases[:2]:  # and the advice passes
+        fixed = t.mT.contiguous().mT if "mT" in advice else t.contiguous()
+        _major(fixed, "a")

@@ -173,7 +173,7 @@ def test_the_routine_is_compiled_once_into_the_cache(built, monkeypatch, tmp_pat
     assert sorted(p.name for p in lib.parent.iterdir()) == sorted([lib.name, lib.with_suffix(".sha256").name])
 
 
-@pytest.mark.parametrize("damage", ["cut short", "another library", "no digest"])
+@pytest.mark.parametrize("damage", ["cut short", "another library", "no digest", "garbled digest"])
 def test_a_damaged_library_in_the_cache_is_rebuilt_not_loaded(built, monkeypatch, tmp_path, damage):
     """A cut-short library in the cache crashed the process (a bus error) when loaded, and another library raised
     past the fallback (no such symbol): each is now checked against the digest written beside it, and rebuilt."""
@@ -190,8 +190,10 @@ def test_a_damaged_library_in_the_cache_is_rebuilt_not_loaded(built, monkeypatch
         other.write_text("int other(void) { return 1; }\n")
         subprocess.run([*forest._compiler(), "-shared", "-fPIC", str(other), "-o", str(bad)], check=True)
         os.replace(bad, lib)
-    else:
+    elif damage == "no digest":
         lib.with_suffix(".sha256").unlink()
+    else:
+        lib.with_suffix(".sha256").write_bytes(b"\xff\xfe")  # not even text
     monkeypatch.setattr(forest, "_state", {})
     assert forest._library() is not None  # rebuilt, and loaded
     assert forest._sha256(lib) == lib.with_suffix(".sha256").read_text().strip() and lib.stat().st_size == len(good)
