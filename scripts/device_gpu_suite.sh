@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The GPU suite, in one call of the lent GPU machine (BENCHMARKS.md, "The test suite on an H200/two H200s"): the carried
+# xgboost wheel installed beside the tree, the versions recorded, the GPU test directories run whole, in one process
+# (two side by side on one host ran 1.5x slower at stop 80: they share its compiles), logs under $OUT.
+#
+#   scripts/device_gpu_suite.sh [SECONDS]     # default 560: a call's 600 s less the set-up
+#
+# Made from a trimmed tree (scripts/device_tree.sh trim) with `.whl` carried; on two GPUs the two-GPU tests run too.
+set -u
+LIMIT=${1:-560}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+export TRITON_CACHE_DIR=$PWD/.cache/triton PYTHONUNBUFFERED=1
+{
+    nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
+    nproc
+    python3 -c "import torch, triton, xgboost, pytest; print(torch.__version__, triton.__version__, xgboost.__version__, pytest.__version__)"
+} > "$OUT/gpu_tests_env.txt" 2>&1
+timeout "$LIMIT" python3 -m pytest tests/kernels tests/inference tests/inductor tests/collect tests/features \
+    tests/test_problem.py -q -rs --durations=15 -p no:cacheprovider > "$OUT/gpu_tests.log" 2>&1
+echo "exit $?" >> "$OUT/gpu_tests.log"
+tail -25 "$OUT/gpu_tests.log"
