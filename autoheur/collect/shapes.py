@@ -8,7 +8,7 @@ Fields (CSV columns or JSON keys):
   total    rows (2d3d), columns (3d2d) or reduction length (2d2d) over all groups, and
   routing  uniform | balanced_jitter | zipf (how `total` splits over the groups), optional `zipf_s`, `seed`
   m, n, k  the fixed extents: 2d3d needs n, k; 3d2d m, k; 2d2d m, n; 3d3d m, n, k (per batch). The one a layout
-           takes from the sizes (2d3d's m, 3d2d's n, 2d2d's k) may be absent or 0, nothing else
+           takes from the sizes (2d3d's m, 3d2d's n, 2d2d's k) may be absent, 0 or the sizes' sum, nothing else
   dtype    bfloat16 (default) | float16 | float32 (also bf16, fp16, fp32)
   b_major  k (default; B stored [.., N, K] as MoE weights are) | n
   a_major  k (default) | m. A weight gradient (2d2d) as the backward runs it is a_major m, b_major n: give them (the
