@@ -14,15 +14,21 @@ if ls .whl/*.whl > /dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD
 else
+    echo "no .whl/*.whl carried: xgboost comes from the machine, if it has one" > "$OUT/gpu_tests_env.txt"
     export PYTHONPATH=$PWD
 fi
 export TRITON_CACHE_DIR=$PWD/.cache/triton PYTHONUNBUFFERED=1
 {
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
     nproc
-    python3 -c "import torch, triton, xgboost, pytest; print(torch.__version__, triton.__version__, xgboost.__version__, pytest.__version__)"
-} > "$OUT/gpu_tests_env.txt" 2>&1
-timeout "$LIMIT" python3 -m pytest tests/kernels tests/inference tests/inductor tests/collect tests/features \
-    tests/test_problem.py -q -rs --durations=15 -p no:cacheprovider > "$OUT/gpu_tests.log" 2>&1
-echo "exit $?" >> "$OUT/gpu_tests.log"
+    for m in torch triton xgboost pytest; do
+        python3 -c "import $m; print('$m', $m.__version__)" 2>/dev/null || echo "$m: not importable"
+    done
+} >> "$OUT/gpu_tests_env.txt" 2>&1
+# SIGINT at the limit: pytest still prints its summary, which names the failures (-rfEs; a SIGTERM'd run names none)
+timeout -s INT -k 20 "$LIMIT" python3 -m pytest tests/kernels tests/inference tests/inductor tests/collect \
+    tests/features tests/test_problem.py -q -rfEs --durations=15 -p no:cacheprovider > "$OUT/gpu_tests.log" 2>&1
+rc=$?
+echo "exit $rc" >> "$OUT/gpu_tests.log"
 tail -25 "$OUT/gpu_tests.log"
+exit $rc

@@ -35,8 +35,9 @@ trim)
     mapfile -t tracked < <(present)
     [ "${#tracked[@]}" -gt 0 ] && git rm -r -q --cached -- "${tracked[@]}"
     mkdir -p "$(dirname "$EXCLUDE")"
+    if [ -s "$EXCLUDE" ] && [ -n "$(tail -c1 "$EXCLUDE")" ]; then echo >> "$EXCLUDE"; fi  # its last line ended
     { echo "$MARK"; for p in "${LEFT_OUT[@]}"; do echo "/$p"; done; echo "$END"; } >> "$EXCLUDE"
-    bytes=$(git ls-files -co --exclude-standard -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+    bytes=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
     whl=$( (du -cb .whl 2>/dev/null || echo 0) | tail -1 | cut -f1)
     echo "the call carries $((bytes / 1048576)) MiB of tree + $((whl / 1048576)) MiB of .whl (limit 64 MiB)"
     ;;
@@ -45,9 +46,12 @@ restore)
         echo "not trimmed: nothing to restore" >&2
         exit 2
     fi
+    if ! git reset -q -- "${LEFT_OUT[@]}"; then  # back into the index as HEAD has them, before the block goes
+        echo "git reset failed: the paths are still out of the index (do not commit); fix it and restore again" >&2
+        exit 1
+    fi
     sed -i "/^$MARK\$/,/^$END\$/d" "$EXCLUDE"  # the block trim appended; the file's other lines stay
-    git reset -q -- "${LEFT_OUT[@]}" 2> /dev/null || true  # back into the index as HEAD has them
-    git status --short | head
+    git status --short | head || true
     ;;
 *)
     echo "usage: $0 trim|restore" >&2

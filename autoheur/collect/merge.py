@@ -55,9 +55,13 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         shutil.rmtree(build)
     try:
         stats = _merge_into(stores, DatasetStore.open(build, stores[0].meta), finished)
-        if target.exists():
-            target.rmdir()  # empty (checked above)
-        build.rename(target)
+        if target.exists():  # empty (checked above), perhaps the working directory: filled, not replaced
+            manifest = build / "dataset.json"
+            for entry in [e for e in build.iterdir() if e != manifest] + [manifest]:  # a dataset when whole
+                entry.rename(target / entry.name)
+            build.rmdir()
+        else:
+            build.rename(target)
     finally:
         if build.exists():
             shutil.rmtree(build)

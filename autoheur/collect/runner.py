@@ -85,8 +85,8 @@ class CollectOptions:
             bad.append(f"time_limit={self.time_limit_s!r} (seconds > 0; 0 or none: no limit)")
         if self.config_sample is not None and (not _is_int(self.config_sample) or self.config_sample < 1):
             bad.append(f"sample_configs={self.config_sample!r} (at least 1)")
-        if not _is_int(self.seed):
-            bad.append(f"seed={self.seed!r} (an integer)")
+        if not _is_int(self.seed) or not -(2**63) <= self.seed < 2**64:  # what torch's manual_seed takes
+            bad.append(f"seed={self.seed!r} (an integer of 64 bits)")
         if self.family == "inductor" and (self.config_ids is not None or self.config_sample is not None):
             bad.append("configs / sample_configs: the inductor family times Inductor's whole grid (no subsets)")
         if self.config_ids is not None:

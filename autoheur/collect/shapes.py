@@ -59,7 +59,12 @@ def load_shapes(path: str | Path) -> list[Problem]:
         text = path.read_text()
     except UnicodeDecodeError:
         raise ValueError(f"shapes file {path} is not text (UTF-8): give a .jsonl or .csv file") from None
-    return parse_shapes(text, fmt="csv" if path.suffix.lower() == ".csv" else "jsonl", source=str(path))
+    if path.suffix:
+        fmt = "csv" if path.suffix.lower() == ".csv" else "jsonl"
+    else:  # a pipe (`--shapes <(...)`) has no suffix: JSON lines start with "{" (or a comment), a CSV with its header
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")), "")
+        fmt = "jsonl" if first.startswith("{") else "csv"
+    return parse_shapes(text, fmt=fmt, source=str(path))
 
 
 def parse_shapes(text: str, fmt: str = "jsonl", source: str = "<shapes>") -> list[Problem]:

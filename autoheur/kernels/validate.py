@@ -86,12 +86,16 @@ def _major(t: torch.Tensor, name: str) -> tuple[bool, bool]:
     lead_aligned = (lead * esize) % ALIGN_BYTES == 0
     if not lead_aligned and min(rows, cols) > 1:  # a size-1 dim has no real leading stride (torch allows it)
         inner = cols if row_major else rows
-        if (cols * esize) % ALIGN_BYTES == 0:  # .contiguous() is row-major: its leading stride is cols
-            fix = "call .contiguous() (a dense copy's rows are aligned)"
-        elif not row_major and (rows * esize) % ALIGN_BYTES == 0:
-            fix = "call .mT.contiguous().mT (a dense column-major copy: its columns are aligned)"
-        else:
-            fix = f"pad the inner dimension ({inner}) to a multiple of {quantum}, e.g. a slice of a wider buffer"
+        copies = [  # a dense copy's leading stride: cols row-major (.contiguous()), rows column-major
+            (cols, "call .contiguous() (a dense row-major copy: its rows are aligned)"),
+            (rows, "call .mT.contiguous().mT (a dense column-major copy: its columns are aligned)"),
+        ]
+        if not row_major:  # the operand's own major first (a weight gradient's A is column-major for TMA)
+            copies.reverse()
+        fix = next(
+            (text for extent, text in copies if (extent * esize) % ALIGN_BYTES == 0),
+            f"pad the inner dimension ({inner}) to a multiple of {quantum}, e.g. a slice of a wider buffer",
+        )
         raise ValueError(
             f"{name} has strides {tuple(t.stride())}: the leading stride must be a multiple of {ALIGN_BYTES} bytes "
             f"({quantum} {str(t.dtype).removeprefix('torch.')} elements); {fix}"

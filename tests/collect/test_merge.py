@@ -175,6 +175,7 @@ def test_a_merge_into_the_working_directory_or_a_link_to_an_empty_one(tmp_path, 
     monkeypatch.chdir(tmp_path / "here")
     assert merge([tmp_path / "src"], Path("."))["problems"] == 1
     assert DatasetStore.load(tmp_path / "here").done_problems() == {problem_id(PROBLEMS[0])}
+    assert DatasetStore.load(Path(".")).done_problems()  # filled in place: the working directory is still the one
     (tmp_path / "empty").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "empty")
     assert merge([tmp_path / "src"], tmp_path / "link")["problems"] == 1

@@ -528,6 +528,7 @@ def test_rounds_check_first_in_an_untimed_pass():
         ({"config_sample": 0}, "sample_configs=0"),
         ({"config_sample": -2}, "sample_configs=-2"),  # it took the whole space
         ({"seed": 1.5}, "seed=1.5"),
+        ({"seed": 2**64}, "seed=18446744073709551616"),
         ({"family": "inductor", "config_sample": 5}, "the inductor family times Inductor's whole grid"),
         ({"config_ids": ()}, "configs: none given"),
         ({"config_ids": (IDS[0], "bogus")}, "configs: ['bogus'] is not in the space"),

@@ -397,5 +397,13 @@ def test_an_unused_dim_may_be_the_sum_of_the_sizes_and_a_pipe_is_a_file(tmp_path
     finally:
         os.close(r)
     assert q.sizes == (3, 4)
+    r, w = os.pipe()  # a CSV through a pipe: no suffix, told by its header
+    os.write(w, b"layout,sizes,n,k\n2d3d,3;4,32,32\n")
+    os.close(w)
+    try:
+        (c,) = load_shapes(f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+    assert c.sizes == (3, 4) and c.n == 32
     with pytest.raises(ValueError, match="is a directory"):
         load_shapes(tmp_path)

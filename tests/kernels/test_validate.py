@@ -530,18 +530,22 @@ def test_noncontiguous_offs_is_refused_or_made_contiguous(device):
 
 
 def test_the_alignment_advice_is_what_would_pass():
-    """`.contiguous()` is offered only where its row-major copy is aligned; a column-major view whose rows are aligned
-    is offered its column-major copy; else padding (stop 80's review: the advice was tested on the wrong extent)."""
+    """The dense copy offered is one whose leading stride is aligned, the operand's own major first (a column-major
+    weight-gradient A keeps its TMA path); padding where neither is (stop 80's reviews: the advice was tested on the
+    wrong extent, then offered a row-major copy of a column-major operand that had an aligned column-major one)."""
     from autoheur.kernels.validate import _major
 
     cases = [
-        (torch.randn(12, 20).half()[:, :16].t(), r"\.mT\.contiguous\(\)\.mT"),  # (16, 12) column-major: rows 16
-        (torch.randn(16, 20).half()[:, :12].t(), r"call \.contiguous\(\)"),  # (12, 16): cols 16
-        (torch.randn(32, 20).half()[:, :12], r"pad the inner dimension \(12\)"),  # neither
+        (torch.randn(32, 20).half()[:, :16].t(), r"\.mT\.contiguous\(\)\.mT"),  # (16, 32) column-major: both align
+        (torch.randn(16, 20).half()[:, :12].t(), r"call \.contiguous\(\)"),  # (12, 16) column-major: cols 16 only
+        (torch.randn(32, 20).half()[:, :16], r"call \.contiguous\(\)"),  # (32, 16) row-major: its own
+        (torch.randn(32, 20).half()[:, :12], r"\.mT\.contiguous\(\)\.mT"),  # (32, 12) row-major: rows 32 only
+        (torch.randn(12, 20).half()[:, :12], r"pad the inner dimension \(12\)"),  # (12, 12): neither
     ]
     for t, advice in cases:
         with pytest.raises(ValueError, match=advice):
             _major(t, "a")
-    for t, advice in cases[:2]:  # and the advice passes
-        fixed = t.mT.contiguous().mT if "mT" in advice else t.contiguous()
-        _major(fixed, "a")
+        if "pad" not in advice:  # and the advice passes, in the major it names
+            fixed = t.mT.contiguous().mT if "mT" in advice else t.contiguous()
+            row_major, aligned = _major(fixed, "a")
+            assert aligned and row_major == ("mT" not in advice)
