@@ -261,8 +261,8 @@ CASES = [
             a=torch.randn(32, 12, device=d).half(), b=torch.randn(4, 12, 24, device=d).half(), offs=offsets(ends(), d)
         ),
         ValueError,
-        r"^a has strides \(12, 1\): the leading stride must be a multiple of 16 bytes \(8 float16 elements\); pad the "
-        r"inner dimension \(12\) to a multiple of 8",  # dense already: .contiguous() would not help
+        r"^a has strides \(12, 1\): the leading stride must be a multiple of 16 bytes \(8 float16 elements\); call "
+        r"\.mT\.contiguous\(\)\.mT",  # dense already: .contiguous() would not help, a column-major copy (32 rows) would
     ),
     case(
         "a-lead-40B-view",  # a view whose dense copy is aligned: that is the advice
