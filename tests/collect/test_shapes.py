@@ -389,21 +389,19 @@ def test_an_unused_dim_may_be_the_sum_of_the_sizes_and_a_pipe_is_a_file(tmp_path
     assert problem_from_record({"sizes": [3, 4], "n": 32, "k": 32, "m": "0.0"}).m == 0
     with pytest.raises(ValueError, match=r"m is the sum of the groups' sizes there \(7: leave it out"):
         problem_from_record({"sizes": [3, 4], "n": 32, "k": 32, "m": 8})
-    r, w = os.pipe()
-    os.write(w, b'{"sizes": [3, 4], "n": 32, "k": 32}\n')
-    os.close(w)
-    try:
-        (q,) = load_shapes(f"/dev/fd/{r}")
-    finally:
-        os.close(r)
+
+    def through_a_pipe(data: bytes):
+        r, w = os.pipe()
+        os.write(w, data)
+        os.close(w)
+        try:
+            return load_shapes(f"/dev/fd/{r}")
+        finally:
+            os.close(r)
+
+    (q,) = through_a_pipe(b'{"sizes": [3, 4], "n": 32, "k": 32}\n')
     assert q.sizes == (3, 4)
-    r, w = os.pipe()  # a CSV through a pipe: no suffix, told by its header
-    os.write(w, b"layout,sizes,n,k\n2d3d,3;4,32,32\n")
-    os.close(w)
-    try:
-        (c,) = load_shapes(f"/dev/fd/{r}")
-    finally:
-        os.close(r)
+    (c,) = through_a_pipe(b"layout,sizes,n,k\n2d3d,3;4,32,32\n")  # a CSV: no suffix, told by its header
     assert c.sizes == (3, 4) and c.n == 32
     with pytest.raises(ValueError, match="is a directory"):
         load_shapes(tmp_path)
