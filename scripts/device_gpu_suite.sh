@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU suite, in one call of the lent GPU machine (BENCHMARKS.md, "The test suite on an H200/two H200s"): the carried
 # xgboost wheel installed beside the tree, the versions recorded, the GPU test directories run whole, in one process
-# (two side by side on one host ran 1.5x slower at stop 80: they share its compiles), logs under $OUT.
+# (two side by side on one host ran slower at stop 80, the second past its 430 s: they share its compiles),
+# logs under $OUT.
 #
 #   scripts/device_gpu_suite.sh [SECONDS]     # default 560: a call's 600 s less the set-up
 #
