@@ -47,7 +47,7 @@ from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
 from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
 from autoheur.kernels.launcher import BoundLaunch
-from autoheur.kernels.validate import GemmCall, interpreting
+from autoheur.kernels.validate import BF16_ON_CPU, GemmCall, interpreting
 from autoheur.problem import LAYOUTS, PaddedProblem, Problem
 
 log = logging.getLogger("autoheur")
@@ -253,10 +253,7 @@ class Tuner:
         """The tuned choice for a validated call: a KernelConfig, or ATEN (run torch._grouped_mm; aten.py). A bf16 call
         on the CPU is refused: the Triton interpreter computes bf16 products wrongly (its dot), not merely roughly."""
         if call.a.dtype == torch.bfloat16 and call.a.device.type == "cpu":
-            raise TypeError(
-                "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no "
-                "bfloat16; see the README's set-up), so run bf16 on a GPU, or use float16 or float32 on the CPU"
-            )
+            raise TypeError(BF16_ON_CPU)
         tkey = tune_key(call)
         aten = aten_for(call)
         chosen = self._chosen.get((tkey, aten))

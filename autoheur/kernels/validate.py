@@ -256,15 +256,18 @@ def _capturing(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
+BF16_ON_CPU = (  # the refusal of check_config and of the tuner (Tuner.config_for)
+    "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no bfloat16; see the "
+    "README's set-up), so run bf16 on a GPU, or use float16 or float32 on the CPU"
+)
+
+
 def check_config(config: KernelConfig, call: GemmCall) -> None:
     if not isinstance(config, KernelConfig):
         raise TypeError(f"config must be a KernelConfig, got {type(config).__name__}")
     launches = math.prod(call.out_shape) > 0 and not (call.k == 0 and call.ragged != Ragged.K)  # as grouped_mm
     if launches and call.a.dtype == torch.bfloat16 and call.a.device.type == "cpu":  # it would run in the interpreter
-        raise TypeError(
-            "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products wrongly (its dot has no "
-            "bfloat16), so run bf16 on a GPU, or use float16 or float32 on the CPU"
-        )
+        raise TypeError(BF16_ON_CPU)
     reason = infeasible_reason(config, call.signature, call.device)
     if reason is not None:
         raise ValueError(f"config {config.config_id} cannot run this call: {reason}")

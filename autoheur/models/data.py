@@ -395,9 +395,9 @@ def warn_subset(meta, path: str | Path) -> None:
         )
 
 
-def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd.DataFrame, dict, str]:
-    """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset of another
-    config space is refused, and one timed on another version of the kernel unless `allow_stale_kernel`."""
+def _checked_store(path: str | Path, allow_stale_kernel: bool):
+    """The dataset at `path`, opened for training or evaluation: another config space refused, a trial over a config
+    subset warned of, an empty one refused, another kernel refused unless `allow_stale_kernel`."""
     from autoheur.collect.store import DatasetStore
 
     store = DatasetStore.load(Path(path))
@@ -407,6 +407,13 @@ def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd
         raise ValueError(f"{path} holds no problems yet (a dataset begun but never collected into): collect first")
     if not allow_stale_kernel:
         check_kernel(store.meta, path)
+    return store
+
+
+def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd.DataFrame, dict, str]:
+    """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset of another
+    config space is refused, and one timed on another version of the kernel unless `allow_stale_kernel`."""
+    store = _checked_store(path, allow_stale_kernel)
     return offered_rows(store.read(COLUMNS), store.meta.family), dict(store.meta.device), store.meta.space_hash
 
 
@@ -429,15 +436,7 @@ def load_ranking_set(
     --aux-problems`) is the same fit."""
     if thin is not None and thin < 4:
         raise ValueError(f"thin={thin!r}: expected at least 4 rows a problem, or None for all")
-    from autoheur.collect.store import DatasetStore
-
-    store = DatasetStore.load(Path(path))
-    check_space(store.meta, path)
-    warn_subset(store.meta, path)
-    if not store.done_problems():  # a manifest and no rows: a collection begun, or killed before its first problem
-        raise ValueError(f"{path} holds no problems yet (a dataset begun but never collected into): collect first")
-    if not allow_stale_kernel:
-        check_kernel(store.meta, path)
+    store = _checked_store(path, allow_stale_kernel)
     device = dict(store.meta.device)
     sets = []
     for df in store.read_batches(COLUMNS, min_rows=batch_rows):
