@@ -7,13 +7,16 @@
 #   bash scripts/device_tree.sh trim      # before the device calls (commit first): prints what the tree carries
 #   bash scripts/device_tree.sh restore   # after them (and before any commit)
 #
-# Left out: the H100 model (the H200's stays: 50 MB), so the tests that load it skip on the GPU (NEEDS_H100_MODEL).
+# Left out: the H100 model (the H200's stays: 50 MB), so the tests that load it skip on the GPU (NEEDS_H100_MODEL);
+# BENCHMARKS.md and the largest problem lists, which only tests/test_benchmarks.py reads (not a GPU test).
 # To carry the H100 model instead, edit LEFT_OUT. `.whl/` (the xgboost wheel, README's device notes) travels as a
 # `carry` path: 5.6 MB of the 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LEFT_OUT=(data/nvidia-h200 data/nvidia-h100-80gb-hbm3 data/retest-nvidia-h100-80gb-hbm3 data/fresh-nvidia-h200
-          data/fresh-zipf2d2d-nvidia-h200 reports benchmarks/results models/nvidia-h100-80gb-hbm3.joblib)
+          data/fresh-zipf2d2d-nvidia-h200 reports benchmarks/results models/nvidia-h100-80gb-hbm3.joblib
+          BENCHMARKS.md benchmarks/collect_stop46_h100_mix.jsonl benchmarks/fresh_s79_problems.jsonl
+          benchmarks/fresh_s80_problems.jsonl)
 EXCLUDE=$(git rev-parse --git-path info/exclude)
 MARK="# device_tree.sh trim: begin"
 END="# device_tree.sh trim: end"
