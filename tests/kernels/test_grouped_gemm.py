@@ -26,6 +26,7 @@ from autoheur.kernels import (
     validate,
 )
 from autoheur.kernels.config import acc_regs_per_thread, smem_bytes
+from tests.conftest import HAS_GPU
 
 TOL = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32: 1e-5}
 
@@ -379,14 +380,19 @@ def test_tma_with_a_size_one_dim(a_shape, b_shape, sizes, device, make_offsets):
 
 def test_bfloat16_on_the_cpu_is_refused_before_any_launch(monkeypatch):
     """The low-level entry point too (the tuner and `collect` refused it; this one returned garbage, errors of 1e10):
-    the interpreter's bf16 dot is wrong, so a bf16 call on CPU tensors is refused before the launch."""
+    the interpreter's bf16 dot is wrong, so a bf16 call on CPU tensors is refused before the launch. On a GPU host
+    (no interpreter) CPU tensors are refused whatever their dtype, before the dtype's own check."""
     from autoheur.kernels import grouped_mm
 
     launched = []
     monkeypatch.setattr(gg, "launch", lambda *a, **k: launched.append(1))
     a, b = torch.randn(16, 32, dtype=torch.bfloat16), torch.randn(2, 32, 32, dtype=torch.bfloat16)
     offs = torch.tensor([8, 16], dtype=torch.int32)
-    with pytest.raises(TypeError, match="a is bfloat16 on the CPU: the Triton interpreter computes bf16 products"):
+    if HAS_GPU:
+        refusal = (ValueError, "a is on cpu: the Triton kernel runs on a CUDA GPU")
+    else:
+        refusal = (TypeError, "a is bfloat16 on the CPU: the Triton interpreter computes bf16 products")
+    with pytest.raises(refusal[0], match=refusal[1]):
         grouped_mm(a, b, offs, config=KernelConfig(16, 64, 32, 2, 2))
     assert not launched
     empty = grouped_mm(a[:0], b, torch.zeros(2, dtype=torch.int32), config=KernelConfig(16, 64, 32, 2, 2))
