@@ -395,5 +395,6 @@ def test_bfloat16_on_the_cpu_is_refused_before_any_launch(monkeypatch):
     with pytest.raises(refusal[0], match=refusal[1]):
         grouped_mm(a, b, offs, config=KernelConfig(16, 64, 32, 2, 2))
     assert not launched
-    empty = grouped_mm(a[:0], b, torch.zeros(2, dtype=torch.int32), config=KernelConfig(16, 64, 32, 2, 2))
-    assert empty.shape == (0, 32) and not launched  # a call that launches nothing still returns its empty output
+    if not HAS_GPU:  # a call that launches nothing still returns its empty output (on a GPU host: refused, as above)
+        empty = grouped_mm(a[:0], b, torch.zeros(2, dtype=torch.int32), config=KernelConfig(16, 64, 32, 2, 2))
+        assert empty.shape == (0, 32) and not launched
