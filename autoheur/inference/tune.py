@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from autoheur.inference.aten import aten_for
-from autoheur.inference.tuner import Tuner, compile_in_parallel, time_candidates
+from autoheur.inference.tuner import Tuner, check_settings, compile_in_parallel, time_candidates
 from autoheur.kernels.config import feasible_configs
 from autoheur.kernels.validate import interpreting, validate
 from autoheur.problem import Problem
@@ -34,6 +34,7 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
             "default dtype of a shapes line), which the Triton interpreter computes wrongly: tune them on a GPU, or "
             "give float16 or float32 (dtype in the shapes file)"
         )
+    check_settings()  # a bad AUTOHEUR_* knob before the first problem's work
     tuner = Tuner()
     for p in problems:
         a, b, offs = p.make_inputs(device)

@@ -42,7 +42,7 @@ import torch
 
 from autoheur import SettingError, env_flag
 from autoheur.device import INTERPRETER_NAME, DeviceSpec
-from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, choice_from_id
+from autoheur.inference.aten import ATEN_ID, AtenChoice, aten_for, aten_grouped_mm, aten_setting, choice_from_id
 from autoheur.inference.cache import TuneCache
 from autoheur.inference.key import TuneKey, tune_key
 from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
@@ -207,6 +207,7 @@ class Tuner:
         """Load this GPU's model, ready to score, and import the kernel now (with AUTOHEUR_COMPILE_IN=processes, also
         start the compile workers), so that the first call of a new shape pays for compiling and timing its
         candidates only (a serving process calls this once at start-up). `wait`: return once every worker is up."""
+        check_settings()
         import autoheur.kernels.grouped_gemm  # noqa: F401  (triton and the kernel's module)
         from autoheur.device import current_device_spec
         from autoheur.kernels.validate import _device_spec
@@ -401,11 +402,27 @@ def settle_leaders(
     return settled
 
 
+def check_settings() -> None:
+    """Every AUTOHEUR_* knob of the run time read once, so that a bad value is refused on a process's first call (and
+    by `prepare`), not first when the path that reads it runs: a bad AUTOHEUR_TOP_K would otherwise pass every call
+    whose key the disk cache already holds, and fail on the first new shape, in production. Each knob is still read
+    where it is used (a test or a caller may change one between calls); SettingError names the first bad one."""
+    from autoheur.models import artifact, forest
+
+    for read in (tune_mode, top_k_setting, compile_in, pool_idle_seconds, aten_setting, forest.enabled,
+                 artifact.borrow_enabled):  # fmt: skip
+        read()
+    _positive_int_env("AUTOHEUR_COMPILE_WORKERS", 1)
+    for flag in ("AUTOHEUR_CACHE", "AUTOHEUR_CHECK_OFFSETS"):
+        env_flag(flag, True)
+
+
 _TUNER: Tuner | None = None
 
 
 def default_tuner() -> Tuner:
     global _TUNER
     if _TUNER is None:
+        check_settings()
         _TUNER = Tuner()
     return _TUNER

@@ -156,12 +156,36 @@ def test_mode_off_takes_the_top1_untimed(monkeypatch):
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "-1"),
         ("AUTOHEUR_COMPILE_IN", "gpu"),
         ("AUTOHEUR_CACHE", "maybe"),
+        ("AUTOHEUR_ATEN", "sometimes"),
+        ("AUTOHEUR_FOREST", "2"),
+        ("AUTOHEUR_BORROW_MODEL", "kin"),
     ],
 )
 def test_bad_knobs_are_refused(monkeypatch, var, value):
     monkeypatch.setenv(var, value)
     with pytest.raises(ValueError, match=var):
         grouped_mm(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+
+
+@pytest.mark.parametrize("var,value", [("AUTOHEUR_TOP_K", "0"), ("AUTOHEUR_COMPILE_IN", "gpu")])
+def test_a_bad_knob_is_refused_on_a_first_call_the_disk_cache_answers(monkeypatch, var, value):
+    """A knob that only tuning reads must not wait for the first new shape: a process whose calls the disk cache
+    answers is refused on its first call (and by prepare), before any launch."""
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    grouped_mm(a, b, OFFS)  # tuned, and kept on disk
+    monkeypatch.setattr(tuner_mod, "_TUNER", None)  # a new process, the same cache directory
+    monkeypatch.setenv(var, value)
+    real, asked = tuner_mod.Tuner.config_for, []
+    monkeypatch.setattr(tuner_mod.Tuner, "config_for", lambda *a, **k: asked.append(1) or real(*a, **k))
+    with pytest.raises(ValueError, match=var):
+        grouped_mm(a, b, OFFS)
+    with pytest.raises(ValueError, match=var):
+        autoheur.inference.prepare()
+    assert not asked and tuner_mod._TUNER is None
+    monkeypatch.delenv(var)
+    monkeypatch.setattr(tuner_mod, "time_candidates", lambda *a, **kw: pytest.fail("tuned again"))
+    torch.testing.assert_close(grouped_mm(a, b, OFFS)[:28], reference_grouped_mm(a, b, OFFS)[:28])  # from the cache
+    assert asked == [1]
 
 
 def test_compile_workers_setting(monkeypatch):
