@@ -56,6 +56,25 @@ def cmd_space(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Given(argparse.Action):
+    """Stores the value as `store` does and records that the option was given (`_given(args)`): a workload option
+    beside --shapes is refused, where its default would not be."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace._given = {*getattr(namespace, "_given", ()), option_string}
+
+
+def _workload_options_beside_shapes(args: argparse.Namespace) -> str | None:
+    """The refusal of workload options given with --shapes (they choose a workload's problems, which --shapes
+    replaces: silently ignored, a user's --count 50 would collect the whole file)."""
+    given = sorted(getattr(args, "_given", ()))
+    if args.shapes and given:
+        verb = "chooses" if len(given) == 1 else "choose"
+        return f"{', '.join(given)} {verb} a workload's problems, and --shapes gives them: drop one or the other"
+    return None
+
+
 class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
     """Defaults in the help, but not the None or False of an option that has no value until given (its help says what
     happens then)."""
@@ -110,6 +129,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     try:
         shard_spec = parse_shard(args.shard)
+        if why := _workload_options_beside_shapes(args):
+            raise ValueError(why)
         if args.shapes:
             problems = load_shapes(args.shapes)
         else:
@@ -485,6 +506,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from autoheur.inference.tune import tune_problems
 
     try:
+        if why := _workload_options_beside_shapes(args):
+            raise ValueError(why)
         problems = load_shapes(args.shapes) if args.shapes else workload(args.workload, args.count, args.seed)
     except (ShapesError, ValueError, FileNotFoundError) as exc:
         print(f"autoheur tune: {exc}", file=sys.stderr)
@@ -572,10 +595,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="time the whole config space over many problems into a dataset",
                        formatter_class=_DefaultsHelp)  # fmt: skip
     src = p.add_argument_group("problems")
-    src.add_argument("--workload", default="default", choices=WORKLOAD_CHOICES)
-    src.add_argument("--count", type=int, default=400, help="problems in the workload")
-    src.add_argument("--layouts", default="2d3d", help="comma-separated: 2d3d,3d2d,2d2d,3d3d")
-    src.add_argument("--dtypes", default="bfloat16", help="comma-separated: bfloat16,float16")
+    src.add_argument("--workload", default="default", choices=WORKLOAD_CHOICES, action=_Given)
+    src.add_argument("--count", type=int, default=400, help="problems in the workload", action=_Given)
+    src.add_argument("--layouts", default="2d3d", help="comma-separated: 2d3d,3d2d,2d2d,3d3d", action=_Given)
+    src.add_argument("--dtypes", default="bfloat16", help="comma-separated: bfloat16,float16", action=_Given)
     src.add_argument("--seed", type=int, default=0, help="the workload, the inputs and any config sample")
     src.add_argument("--shapes", help="collect exactly the problems of this .jsonl or .csv file instead")
     src.add_argument("--dry-run", action="store_true", help="list the problems and their roofline times, collect none")
@@ -740,9 +763,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_predict)
 
     p = sub.add_parser("tune", help="run-time tuning (predicted top-k) over a problem list, vs exhaustive")
-    p.add_argument("--workload", default="public", choices=WORKLOAD_CHOICES)
-    p.add_argument("--count", type=int, default=18)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workload", default="public", choices=WORKLOAD_CHOICES, action=_Given)
+    p.add_argument("--count", type=int, default=18, action=_Given)
+    p.add_argument("--seed", type=int, default=0, help="the workload's draw", action=_Given)
     p.add_argument("--shapes", help="a .jsonl or .csv problem file (see autoheur collect --shapes)")
     p.add_argument("--top-k", type=_positive_int, default=10, help="predicted configs timed per problem (default 10)")
     p.add_argument("--compare-exhaustive", action="store_true", help="also time every feasible config")

@@ -216,6 +216,25 @@ def test_a_shapes_path_that_is_no_text_file_is_refused(tmp_path, capsys):
     assert "is not text (UTF-8)" in capsys.readouterr().err
 
 
+def test_workload_options_beside_shapes_are_refused(tmp_path, capsys):
+    """--count, --workload, --layouts, --dtypes (and tune's --seed) choose a workload's problems; beside --shapes they
+    were silently ignored (a --count 5 collected the whole file). Their defaults beside --shapes are fine."""
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')
+    for argv, named in [
+        (["collect", "--dry-run", "--shapes", str(shapes), "--count", "5"], "--count chooses"),
+        (["collect", "--dry-run", "--layouts=2d2d", "--shapes", str(shapes), "--dtypes", "float16"],
+         "--dtypes, --layouts choose"),
+        (["tune", "--shapes", str(shapes), "--seed", "3", "--workload", "public"], "--seed, --workload choose"),
+    ]:  # fmt: skip
+        assert main(argv) == 2
+        assert f"{named} a workload's problems, and --shapes gives them" in capsys.readouterr().err
+    assert main(["collect", "--dry-run", "--shapes", str(shapes), "--seed", "3"]) == 0  # collect's seed: the inputs
+    assert "32" in capsys.readouterr().out
+    assert main(["collect", "--dry-run", "--workload", "sampled", "--count", "2"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) >= 2
+
+
 def test_a_dataset_without_problems_is_refused_by_name(tmp_path, capsys):
     """A manifest and no rows (a collection begun, or killed before its first problem): train said 'max() arg is an
     empty sequence'."""
