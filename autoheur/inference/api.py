@@ -88,10 +88,10 @@ def grouped_mm_offsets_checked(a: torch.Tensor, b: torch.Tensor, offs: torch.Ten
 
 def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
     tuner = default_tuner()
-    sig = _signature(a, b, offs, out_dtype)
     try:
+        sig = _signature(a, b, offs, out_dtype)
         hit = tuner.fast.get(sig) if sig is not None else None
-    except TypeError:  # an unhashable out_dtype: `validate` below refuses it by name
+    except (TypeError, RuntimeError):  # an unhashable out_dtype, a sparse tensor's data_ptr: `validate` below names it
         sig = hit = None
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning

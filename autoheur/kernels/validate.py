@@ -120,6 +120,8 @@ def operand_ok(t: torch.Tensor) -> bool:
 def _check_tensor(x, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.layout != torch.strided:
+        raise TypeError(f"{name} is a {x.layout} tensor: the kernel reads dense (strided) ones; pass {name}.to_dense()")
     return x
 
 

@@ -41,6 +41,17 @@ def test_arguments_of_the_wrong_type_get_the_validators_error(nothing_runs, whic
         grouped_mm(**args)
 
 
+@pytest.mark.parametrize("which", ["a", "b", "offs"])
+def test_a_sparse_tensor_gets_the_validators_error(nothing_runs, which):
+    """The fast path's signature reads data_ptr(), which a sparse tensor lacks: torch's "Cannot access data pointer"
+    came out instead of the validator's message, before and after a tuned call of the same shapes."""
+    args = {"a": torch.randn(28, 24), "b": torch.randn(3, 24, 40), "offs": OFFS}
+    args[which] = args[which].to_sparse()
+    for entry in (grouped_mm, torch.ops.autoheur.grouped_mm):
+        with pytest.raises(TypeError, match=rf"^{which} is a torch\.sparse_coo tensor: .* pass {which}\.to_dense"):
+            entry(**args)
+
+
 G0_CASES = {  # no groups, each layout: torch._grouped_mm's output shape
     "2d3d": (lambda z: (torch.randn(8, 32), torch.randn(0, 32, 16), z), (8, 16)),
     "3d2d": (lambda z: (torch.randn(0, 8, 32), torch.randn(32, 16), z), (8, 16)),

@@ -91,6 +91,24 @@ CASES = [
     case("b-str", lambda d: _with(Ragged.M, d, b="b"), TypeError, r"^b must be a torch\.Tensor"),
     case("offs-list", lambda d: _with(Ragged.M, d, offs=ends()), TypeError, r"^offs must be a torch\.Tensor"),
     case(
+        "a-sparse",
+        lambda d: _with(Ragged.M, d, a=_b((32, 40), d).to_sparse()),
+        TypeError,
+        r"^a is a torch\.sparse_coo tensor: the kernel reads dense \(strided\) ones; pass a\.to_dense\(\)",
+    ),
+    case(
+        "b-sparse",
+        lambda d: _with(Ragged.NONE, d, b=_b((4, 40, 24), d).to_sparse()),
+        TypeError,
+        r"^b is a torch\.sparse_coo tensor",
+    ),
+    case(
+        "offs-sparse",
+        lambda d: _with(Ragged.K, d, offs=offsets(ends(), d).to_sparse()),
+        TypeError,
+        r"^offs is a torch\.sparse_coo tensor",
+    ),
+    case(
         "config-str",
         lambda d: _with(Ragged.M, d, config=OK_CONFIG.config_id),
         TypeError,
