@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 # autoheur.collect.workloads.WORKLOADS, spelled out so that `--help` does not import torch (a test keeps them equal)
@@ -327,10 +328,12 @@ def _cannot_write(path: Path, what: str, directory: bool = False) -> str | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from autoheur.models.artifact import MODELS_DIR
     from autoheur.models.train import train
 
     data = Path(args.data)
-    out = Path(args.out) if args.out else Path("models") / f"{data.name}.joblib"
+    first = Path(os.environ.get("AUTOHEUR_MODELS_DIR") or MODELS_DIR)  # where lookups look first (made if missing)
+    out = Path(args.out) if args.out else first / f"{data.name}.joblib"
     why = _cannot_write(out, "--out")
     if why is None and out.suffix == ".json":  # the side-car's name: model and side-car would be one file
         why = f"--out {out}: .json is the model's side-car; give the model a .joblib path"
@@ -357,7 +360,32 @@ def cmd_train(args: argparse.Namespace) -> int:
               f"{row['eff_top1_geomean']:.3f} P10 {row['eff_top1_p10']:.3f}; oracle in top 10 "
               f"{row['oracle_in_top10']:.1%}")  # fmt: skip
     print(f"saved {out} (fit {model.meta['fit_seconds']} s)")
+    if note := _lookup_note(out, model.meta):
+        print(f"note: {note}")
     return 0
+
+
+def _lookup_note(out: Path, meta: dict) -> str | None:
+    """What a user must know for `predict` and the run time to take a model just saved at `out`: that its directory
+    is not one the lookups search, or that another model of the same GPU there is taken first."""
+    from autoheur.models.artifact import _one_of, _shipped, model_dirs
+
+    device, family = meta.get("device", {}).get("name"), meta.get("family", "triton")
+    dirs = [d.resolve() for d in model_dirs() if d.is_dir()]
+    if out.parent.resolve() not in dirs:
+        return (f"lookups search $AUTOHEUR_MODELS_DIR and models/, not {out.parent}: use it with predict --model "
+                f"{out}, or put it in one of those")  # fmt: skip
+    same = [(path, side) for d in dirs for path, side in _shipped(d, family)
+            if isinstance(side.get("device"), dict) and side["device"].get("name") == device]  # fmt: skip
+    if same:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the note below says it
+            taken = _one_of(same, device)
+        if taken.resolve() != out.resolve():
+            return (f"lookups for {device!r} take {taken}, not this model (they take the first directory searched "
+                    f"that has a model of the GPU, and there the one named for it, else the first by name): use this "
+                    f"one with predict --model {out}, or rename or move the other")  # fmt: skip
+    return None
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -392,6 +420,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import time
 
     from autoheur.collect.shapes import problem_from_record
+    from autoheur.device import INTERPRETER_NAME
+    from autoheur.kernels.validate import interpreting
     from autoheur.models.artifact import TrainedModel, fallback_list, model_for_device
 
     fields = ("layout", "groups", "sizes", "total", "routing", "m", "n", "k", "dtype", "b_major", "a_major")
@@ -420,11 +450,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
     spec = _device_spec(args.device)
     device_name = spec.name if spec is not None else args.device
     try:
-        model, how = (
-            (TrainedModel.load(args.model), f"model {args.model}")
-            if args.model
-            else model_for_device(device_name, spec=spec.to_dict() if spec is not None else None)
-        )
+        own = None
+        if not (args.model or args.device) and interpreting():  # as the run-time tuner: interpreter data's model first
+            own, how = model_for_device(INTERPRETER_NAME)
+        if own is not None:
+            model, device_name, how = own, INTERPRETER_NAME, f"in the interpreter, {how}"
+        else:
+            model, how = (
+                (TrainedModel.load(args.model), f"model {args.model}")
+                if args.model
+                else model_for_device(device_name, spec=spec.to_dict() if spec is not None else None)
+            )
         family = model.meta.get("family", "triton") if model is not None else "triton"
         if family != "triton":  # an Inductor-grid model ranks Inductor's template grid, not autoheur's kernel space
             raise ValueError(
@@ -436,8 +472,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 2
     trained_on = model.meta["device"]["name"] if model is not None else None
     device = None  # the model's own device record
-    if not args.model and model is not None and trained_on != device_name:  # borrowed: ranks with this GPU's own
-        device = {**model.device, **spec.to_dict()}
+    if not args.model and model is not None and (trained_on != device_name or own is not None):
+        device = {**model.device, **spec.to_dict()}  # borrowed, or the interpreter's: with this GPU's own, as the tuner
     if spec is None and model is None:
         how += f" ({device_name!r} is not this host's GPU: its architecture unknown, no model is borrowed for it)"
     if args.json and not args.model and trained_on != device_name:  # borrowed or the fixed list: said beside the JSON
@@ -671,7 +707,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="fit a ranker on a dataset and save it with its held-out figures")
     p.add_argument("--data", required=True, help="a dataset directory, e.g. data/nvidia-h100-80gb-hbm3")
     p.add_argument("--model", default="xgb_ranker", help="xgb_ranker (default), xgb_regressor, nearest, fixed_list ...")
-    p.add_argument("--out", help="model file (default: models/<dataset dir name>.joblib)")
+    p.add_argument("--out", help="model file (default: <dataset dir name>.joblib in $AUTOHEUR_MODELS_DIR if set, "
+                                 "else in the checkout's models/: where predict and the run time look)")  # fmt: skip
     p.add_argument("--heldout-folds", type=int, default=5, help="folds for the held-out figures (0: none)")
     p.add_argument("--heldout-problems", metavar="CSV",
                    help="also write each problem's held-out figures to this CSV (e.g. to name the problems behind "

@@ -12,6 +12,11 @@ import re
 from dataclasses import dataclass
 
 
+def device_slug(name: str) -> str:
+    """A GPU name as a file name: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3' (data/ and models/ use it)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceSpec:
     name: str
@@ -26,7 +31,7 @@ class DeviceSpec:
     @property
     def slug(self) -> str:
         """Filesystem-safe name, e.g. 'nvidia-h100-80gb-hbm3'."""
-        return re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
+        return device_slug(self.name)
 
     @property
     def has_tma(self) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autoheur.device import device_slug
 from autoheur.features import FEATURE_NAMES, features_hash
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, Ragged, Signature, all_configs, feasible_mask
 from autoheur.models.base import Ranker
@@ -373,12 +374,13 @@ def model_for_device(
     BENCHMARKS.md, stops 61 and 79). The borrowed model's message says so; the caller warns with it."""
     unreadable: list[str] = []
     models = _models_in(directory, family, unreadable)
-    for path, side in models:
-        device = side.get("device")
-        if isinstance(device, dict) and device.get("name") == device_name:
-            model = TrainedModel.load(path)
-            check_side_car(model.meta, side, path, device_name, family)
-            return model, f"model {path.name} (trained on {device_name})"
+    own = [(path, side) for path, side in models
+           if isinstance(side.get("device"), dict) and side["device"].get("name") == device_name]  # fmt: skip
+    if own:
+        path = _one_of(own, device_name)
+        model = TrainedModel.load(path)
+        check_side_car(model.meta, dict(own)[path], path, device_name, family)
+        return model, f"model {path.name} (trained on {device_name})"
     bad = f"; unreadable side-cars left out: {', '.join(unreadable)} ({RESTORE})" if unreadable else ""
     have = ", ".join(p.stem for p, _ in models) or "none"
     why = ""
@@ -400,6 +402,30 @@ def model_for_device(
                     f"For this GPU's own: autoheur collect, then autoheur train (README){bad}"
                 )
     return None, f"no shipped model for {device_name!r} (have: {have}{bad}{why}); using the best fixed list of 10"
+
+
+def _one_of(own: list[tuple[Path, dict]], device_name: str) -> Path:
+    """Of the models trained on `device_name` (in lookup order), the one a lookup takes: in the first directory that
+    has any, the one named for the GPU (`<device-slug>.joblib`, what `autoheur train --data data/<device-slug>`
+    writes), else the first by name. Several there: one warning a process names them all and the one taken, since
+    a model trained on another dataset of the GPU (e.g. a small trial) would otherwise stand in for it unsaid."""
+    first = [path for path, _ in own if path.parent == own[0][0].parent]
+    named = [path for path in first if path.stem == device_slug(device_name)]
+    chosen = (named or first)[0]
+    if len(first) > 1:
+        _warn_several_models(tuple(str(p) for p in first), str(chosen), device_name)
+    return chosen
+
+
+@functools.cache
+def _warn_several_models(paths: tuple[str, ...], chosen: str, device_name: str) -> None:
+    names, slug = ", ".join(Path(p).name for p in paths), device_slug(device_name)
+    why = "the one named for the GPU" if Path(chosen).stem == slug else "the first by name"
+    warnings.warn(
+        f"{Path(chosen).parent} holds {len(paths)} models trained on {device_name!r} ({names}): using "
+        f"{Path(chosen).name}, {why}. To use another, name it {slug}.joblib (with its .json) or move the others out",
+        stacklevel=4,
+    )
 
 
 def borrow_enabled() -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+import warnings
 from pathlib import Path
 
 import joblib
@@ -202,6 +204,63 @@ def test_no_model_for_the_device_falls_back_to_the_fixed_list(trained, tmp_path,
     assert artifact.fallback_list(tmp_path) == model.fixed_list
     found, _ = artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)
     assert found is not None
+
+
+def test_of_several_models_of_a_gpu_the_one_named_for_it_is_taken_and_all_are_named(trained, tmp_path):
+    """A model trained on another dataset of the GPU (`train --data data/fresh-...` writes models/fresh-....joblib)
+    used to stand in for the GPU's own whenever its name sorted first, unsaid."""
+    _, path = trained
+
+    def put(stem):
+        shutil.copy(path, tmp_path / f"{stem}.joblib")
+        shutil.copy(path.with_suffix(".json"), tmp_path / f"{stem}.json")
+
+    put("aa-trial")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one model of the GPU: no warning
+        assert "model aa-trial.joblib" in artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)[1]
+    put("zz-trial")
+    with pytest.warns(UserWarning, match=r"holds 2 models .*\(aa-trial.joblib, zz-trial.joblib\): using aa-trial"
+                                         r".joblib, the first by name\. To use another, name it "
+                                         r"nvidia-h100-80gb-hbm3\.joblib"):  # fmt: skip
+        assert "model aa-trial.joblib" in artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)[1]
+    put("nvidia-h100-80gb-hbm3")
+    with pytest.warns(UserWarning, match="holds 3 models .*: using nvidia-h100-80gb-hbm3.joblib, the one named for"):
+        found, how = artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    assert found is not None and "model nvidia-h100-80gb-hbm3.joblib" in how
+
+
+def test_train_writes_where_lookups_look_and_says_when_another_model_is_taken(trained, tmp_path, monkeypatch, capsys):
+    """`train`'s default --out was models/ under the working directory, which no lookup reads unless run from the
+    checkout; now it is the first directory lookups search, and a model saved where another of its GPU is taken first
+    (or outside the searched directories) gets a note saying so."""
+    from autoheur import cli
+    from autoheur.models import train as train_mod
+
+    model, path = trained
+    shipped, own = tmp_path / "shipped", tmp_path / "own"
+    shipped.mkdir()
+    monkeypatch.setattr(artifact, "MODELS_DIR", shipped)
+    monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
+    monkeypatch.setattr(train_mod, "train", lambda *a, **k: model)
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--data", str(tmp_path / "data" / "h100-trial")]) == 0
+    out = capsys.readouterr().out
+    assert (shipped / "h100-trial.joblib").exists() and f"saved {shipped / 'h100-trial.joblib'}" in out
+    assert "note:" not in out  # the only model of its GPU there
+    shutil.copy(path, shipped / "nvidia-h100-80gb-hbm3.joblib")
+    shutil.copy(path.with_suffix(".json"), shipped / "nvidia-h100-80gb-hbm3.json")
+    assert main(["train", "--data", str(tmp_path / "data" / "h100-trial")]) == 0
+    assert f"note: lookups for 'NVIDIA H100 80GB HBM3' take {shipped / 'nvidia-h100-80gb-hbm3.joblib'}, not this" in (
+        capsys.readouterr().out
+    )
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(own))  # a GPU's own models, searched first
+    assert main(["train", "--data", str(tmp_path / "data" / "nvidia-h100-80gb-hbm3")]) == 0
+    out = capsys.readouterr().out
+    assert (own / "nvidia-h100-80gb-hbm3.joblib").exists() and "note:" not in out
+    elsewhere = tmp_path / "elsewhere" / "m.joblib"
+    assert cli._lookup_note(elsewhere, model.meta).startswith(f"lookups search $AUTOHEUR_MODELS_DIR and models/, not "
+                                                               f"{elsewhere.parent}")  # fmt: skip
 
 
 def test_a_gpu_without_a_model_borrows_the_nearest_of_its_architecture(trained, tmp_path, monkeypatch):
@@ -895,3 +954,36 @@ def test_in_the_interpreter_a_model_of_interpreter_data_comes_first(trained, tmp
     monkeypatch.delenv("AUTOHEUR_MODELS_DIR")
     monkeypatch.setattr("autoheur.inference.tuner.interpreting", lambda: True)
     assert Tuner().model(H100_SXM).device["name"] == H100_SXM.name  # none of one's own: the shipped H100's
+
+
+def test_predict_in_the_interpreter_ranks_with_the_tuners_model(trained, tmp_path, monkeypatch, capsys):
+    """`predict` said the H100 model while the tuner, in the interpreter, ranked with a model of interpreter data:
+    its top 10 was not the list the tuner times. Now both take the same model and rank alike; --device or --model
+    still picks as asked."""
+    import copy
+
+    from autoheur.device import H100_SXM, INTERPRETER_NAME
+    from autoheur.problem import Problem
+
+    model, _ = trained
+    own = copy.deepcopy(model)
+    own.meta["device"] = {**own.meta["device"], "name": INTERPRETER_NAME}
+    own.save(tmp_path / "own" / "triton-interpreter-h100-rules.joblib")
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(tmp_path / "own"))
+    args = ["predict", "--groups", "8", "--total", "512", "--routing", "uniform", "--n", "256", "--k", "512",
+            "--dtype", "float16", "--json"]  # fmt: skip
+    for on in (True, False):
+        monkeypatch.setattr(sys.modules["autoheur.kernels.validate"], "interpreting", lambda on=on: on)
+        monkeypatch.setattr("autoheur.inference.tuner.interpreting", lambda on=on: on)
+        assert main(args) == 0
+        got = json.loads(capsys.readouterr().out)
+        from autoheur.inference.tuner import Tuner
+
+        tuner_model = Tuner().model(H100_SXM)
+        assert got["model_device"] == tuner_model.device["name"] == (INTERPRETER_NAME if on else H100_SXM.name)
+        problem = Problem(**{**got["shape"], "sizes": tuple(got["shape"]["sizes"])})
+        want = tuner_model.top_k(problem, 10, device={**tuner_model.device, **H100_SXM.to_dict()})
+        assert [t["config"] for t in got["top"]] == [c.config_id for c, _ in want]
+    monkeypatch.setattr(sys.modules["autoheur.kernels.validate"], "interpreting", lambda: True)
+    assert main([*args, "--device", "h100"]) == 0  # named: that GPU's model, in the interpreter too
+    assert json.loads(capsys.readouterr().out)["model_device"] == H100_SXM.name
