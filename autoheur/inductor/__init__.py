@@ -3,6 +3,10 @@
     import autoheur.inductor
     with autoheur.inductor.enable():          # or enable() / disable()
         fn = torch.compile(moe_block, mode="max-autotune")
+        fn(x, w1, w2, offs)                   # torch.compile is lazy: it compiles and autotunes here, in the block
+
+A function compiled lazily and first called after the block autotunes Inductor's whole list: the filter acts while
+Inductor lowers a graph (a first call, a recompile), so keep those inside the scope, or enable() without `with`.
 
 Inductor offers the ATen kernel plus its persistent Triton template over a fixed grid (144 configs, pruned by the
 rows per group and shared memory) and compiles and benchmarks every one. `enable()` registers a preprocessing function

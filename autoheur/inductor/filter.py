@@ -114,7 +114,9 @@ def registry(attr: str = "preprocessing_fns") -> list | None:
 
 
 def enable(model=None, top_k: int = 10, device: dict | None = None) -> contextlib.AbstractContextManager:
-    """Install the filter (replacing one installed before); usable as a context manager that removes it on exit."""
+    """Install the filter (replacing one installed before); usable as a context manager that removes it on exit.
+    It acts while Inductor lowers a graph: torch.compile does that on a function's first call (or a recompile), not
+    where the function is wrapped, so with `with` make that call inside the block."""
     from torch._inductor import select_algorithm as sa
 
     if model is None:
