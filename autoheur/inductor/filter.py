@@ -151,5 +151,13 @@ class _Scope(contextlib.AbstractContextManager):
     def __init__(self, flt: ChoiceFilter):
         self.filter = flt
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         disable()
+        if exc_type is None and not self.filter.decisions:  # the README's first example did this, and filtered nothing
+            warnings.warn(
+                "autoheur.inductor.enable(): no grouped_mm choice list reached the filter in this block, so it "
+                "narrowed nothing. torch.compile compiles on a function's first call, not where it is wrapped: make "
+                "that call inside the block, or call enable() without `with`. (A graph without grouped_mm, or one "
+                "served from Inductor's caches, is lowered with no choice list: then this is expected.)",
+                stacklevel=2,
+            )

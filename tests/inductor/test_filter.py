@@ -49,8 +49,10 @@ def test_real_choices_are_read(hopper):
 
 def test_filter_keeps_aten_and_the_top_k(hopper):
     rec = Recorder()
-    with enable(model=ScoreByTile(), top_k=5) as scope:
-        compile_and_run(rec)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*no grouped_mm choice list")  # it filtered: nothing to warn of
+        with enable(model=ScoreByTile(), top_k=5) as scope:
+            compile_and_run(rec)
     (kept,) = rec.lists
     assert kept[0].name == "_grouped_mm" and len(kept) == 6
     tiles = sorted((template_config(c).block_m, template_config(c).block_n) for c in kept[1:])
@@ -59,6 +61,18 @@ def test_filter_keeps_aten_and_the_top_k(hopper):
     assert tiles.count((128, 256)) == 4 and tiles.count((128, 128)) == 1
     assert scope.filter.decisions[0]["kept"] == 6 and "model top-5" in scope.filter.decisions[0]["why"]
     assert scope.filter not in sa.get_algorithm_selector_cache().preprocessing_fns  # removed on exit
+
+
+def test_a_block_that_lowers_no_grouped_mm_says_it_narrowed_nothing(hopper):
+    """torch.compile is lazy: a function wrapped inside the block and first called after it is lowered with the
+    filter gone (the README's example did that). The block's exit says so; an exception inside it is left alone."""
+    with pytest.warns(UserWarning, match="no grouped_mm choice list reached the filter in this block"):
+        with enable(model=ScoreByTile(), top_k=5):
+            pass
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*no grouped_mm choice list")
+        with pytest.raises(KeyError), enable(model=ScoreByTile(), top_k=5):
+            raise KeyError("a failure inside the block")
 
 
 @pytest.mark.parametrize("case", ["no model", "outside range", "few choices"])
