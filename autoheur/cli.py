@@ -28,6 +28,8 @@ import sys
 import warnings
 from pathlib import Path
 
+# The workloads whose problems --layouts and --dtypes do not choose (their layouts and dtypes are the models' own)
+FIXED_WORKLOADS = ("public", "models", "backward", "sampled_grad_a")
 # autoheur.collect.workloads.WORKLOADS, spelled out so that `--help` does not import torch (a test keeps them equal)
 WORKLOAD_CHOICES = ("default", "public", "models", "sampled", "backward", "sampled_grad_a")
 
@@ -63,13 +65,18 @@ class _Given(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
-        namespace._given = {*getattr(namespace, "_given", ()), option_string}
+        namespace._given = {*getattr(namespace, "_given", ()), max(self.option_strings, key=len)}  # "--count"
 
 
 def _workload_options_beside_shapes(args: argparse.Namespace) -> str | None:
     """The refusal of workload options given with --shapes (they choose a workload's problems, which --shapes
     replaces: silently ignored, a user's --count 50 would collect the whole file)."""
     given = sorted(getattr(args, "_given", ()))
+    fixed = set(given) & {"--layouts", "--dtypes"}
+    if not args.shapes and fixed and args.workload in FIXED_WORKLOADS:
+        verb = "chooses" if len(fixed) == 1 else "choose"
+        return (f"--workload {args.workload} is its problems as they are: {', '.join(sorted(fixed))} {verb} the "
+                "sampled problems of the default and sampled workloads (or give the shapes with --shapes)")  # fmt: skip
     if args.shapes and given:
         verb = "chooses" if len(given) == 1 else "choose"
         return f"{', '.join(given)} {verb} a workload's problems, and --shapes gives them: drop one or the other"
@@ -110,7 +117,7 @@ def _cannot_collect_here(problems, family: str) -> str | None:
     if bf16:
         return (f"{bf16} of the {len(problems)} problems are bfloat16, which the Triton interpreter computes wrongly "
                 "(every row would be recorded `wrong`): collect them on a GPU, or give float16 or float32 problems "
-                "(--dtypes float16, or dtype in a --shapes file)")  # fmt: skip
+                "(--workload sampled --dtypes float16, or dtype in a --shapes file)")  # fmt: skip
     return None
 
 
@@ -632,9 +639,13 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=_DefaultsHelp)  # fmt: skip
     src = p.add_argument_group("problems")
     src.add_argument("--workload", default="default", choices=WORKLOAD_CHOICES, action=_Given)
-    src.add_argument("--count", type=int, default=400, help="problems in the workload", action=_Given)
-    src.add_argument("--layouts", default="2d3d", help="comma-separated: 2d3d,3d2d,2d2d,3d3d", action=_Given)
-    src.add_argument("--dtypes", default="bfloat16", help="comma-separated: bfloat16,float16", action=_Given)
+    src.add_argument("--count", type=int, default=400, action=_Given,
+                     help="problems in the workload (public: at most its 18)")  # fmt: skip
+    src.add_argument("--layouts", default="2d3d", action=_Given,
+                     help="comma-separated: 2d3d,3d2d,2d2d,3d3d (the samples of the default and sampled "
+                          "workloads)")  # fmt: skip
+    src.add_argument("--dtypes", default="bfloat16", action=_Given,
+                     help="comma-separated: bfloat16,float16,float32 (as --layouts)")  # fmt: skip
     src.add_argument("--seed", type=int, default=0, help="the workload, the inputs and any config sample")
     src.add_argument("--shapes", help="collect exactly the problems of this .jsonl or .csv file instead")
     src.add_argument("--dry-run", action="store_true", help="list the problems and their roofline times, collect none")

@@ -235,6 +235,19 @@ def test_workload_options_beside_shapes_are_refused(tmp_path, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) >= 2
 
 
+def test_layouts_and_dtypes_beside_a_fixed_workload_are_refused(capsys):
+    """The public, models, backward and sampled_grad_a workloads are the models' own problems: --dtypes float16
+    (which the interpreter's bf16 refusal suggested) was silently ignored and the same bf16 problems listed."""
+    for workload in ("public", "models", "backward", "sampled_grad_a"):
+        assert main(["collect", "--dry-run", "--workload", workload, "--dtypes", "float16"]) == 2
+        assert f"--workload {workload} is its problems as they are: --dtypes chooses" in capsys.readouterr().err
+    assert main(["collect", "--dry-run", "--workload", "public", "--layouts", "2d2d", "--dtypes", "float16"]) == 2
+    assert "--dtypes, --layouts choose the sampled problems" in capsys.readouterr().err
+    assert main(["collect", "--dry-run", "--workload", "sampled", "--dtypes", "float32", "--count", "3"]) == 0
+    listed = capsys.readouterr().out.strip().splitlines()
+    assert len(listed) == 3 and all(" float32 " in line for line in listed)
+
+
 def test_a_dataset_without_problems_is_refused_by_name(tmp_path, capsys):
     """A manifest and no rows (a collection begun, or killed before its first problem): train said 'max() arg is an
     empty sequence'."""

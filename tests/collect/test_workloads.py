@@ -334,8 +334,11 @@ def test_default_workload():
     assert other[:18] == pub and other[18:] != rest
 
 
-def test_default_workload_short_count_is_the_public_problems():
-    assert workload("default", 10) == public_problems()
+def test_default_workload_short_count_is_the_first_public_problems():
+    """--count is the number of problems: a count of 5 used to give all 18 public ones (a trial timed 18 problems'
+    whole space)."""
+    assert workload("default", 10) == public_problems()[:10]
+    assert workload("default", 18) == public_problems() and len(workload("default", 19)) == 19
 
 
 def test_default_workload_other_layouts():
