@@ -13,7 +13,7 @@ Examples:
   autoheur data info data/                  # rows, problems, devices, coverage of every dataset under data/
   autoheur data merge /scratch/h100-* --into data/nvidia-h100-80gb-hbm3
   autoheur train --data data/nvidia-h100-80gb-hbm3   # -> models/nvidia-h100-80gb-hbm3.joblib (+ .json)
-  autoheur eval --data data/nvidia-h100-80gb-hbm3 --data data/nvidia-h200 --report reports/eval
+  autoheur eval --data data/nvidia-h100-80gb-hbm3 --data data/nvidia-h200 --report reports/my-eval
   autoheur predict --groups 128 --total 4096 --routing zipf --n 1536 --k 2048 --device h100
   autoheur predict --public qwen3-30b-a3b/gate_up/decode --json
   autoheur tune --workload public --compare-exhaustive   # on a GPU: top-10 tuning vs the whole space
@@ -402,6 +402,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     aux = dict(aux_for=args.aux_for or (), aux_new_only=args.aux_new_only, aux_problems=args.aux_problems,
                fold_seed=args.fold_seed)  # fmt: skip
     why = _cannot_write(Path(args.report), "--report", directory=True) if args.report else None
+    if why is None and args.report and (Path(args.report) / "report.md").exists():  # a kept record, written over
+        why = f"--report {args.report} holds a report already (report.md): give a new directory, or remove it first"
     if why:
         print(f"autoheur eval: {why}", file=sys.stderr)
         return 2

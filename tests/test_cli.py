@@ -205,6 +205,12 @@ def test_train_and_eval_refuse_an_output_they_cannot_write_before_the_work(tmp_p
         assert message in capsys.readouterr().err
     assert main(["eval", *data, "--report", str(afile)]) == 2
     assert f"--report {afile} exists and is not a directory" in capsys.readouterr().err
+    kept = tmp_path / "kept"  # a report kept as a record (reports/eval-stopNN): never written over
+    kept.mkdir()
+    (kept / "report.md").write_text("# an earlier evaluation\n")
+    assert main(["eval", *data, "--report", str(kept)]) == 2
+    assert f"--report {kept} holds a report already (report.md)" in capsys.readouterr().err
+    assert (kept / "report.md").read_text() == "# an earlier evaluation\n"
 
 
 def test_a_shapes_path_that_is_no_text_file_is_refused(tmp_path, capsys):
