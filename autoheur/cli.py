@@ -430,8 +430,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     from autoheur.collect.shapes import problem_from_record
     from autoheur.device import INTERPRETER_NAME
+    from autoheur.inference.tuner import check_settings
     from autoheur.kernels.validate import interpreting
     from autoheur.models.artifact import TrainedModel, fallback_list, model_for_device
+
+    check_settings()  # as the run time: a bad AUTOHEUR_* knob refused whether or not this problem's path reads it
 
     fields = ("layout", "groups", "sizes", "total", "routing", "m", "n", "k", "dtype", "b_major", "a_major")
     rec = {k: v for k, v in vars(args).items() if k in fields and v is not None}

@@ -241,6 +241,14 @@ def test_workload_options_beside_shapes_are_refused(tmp_path, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) >= 2
 
 
+def test_predict_refuses_a_bad_knob_its_path_would_not_read(monkeypatch, capsys):
+    """AUTOHEUR_BORROW_MODEL=maybe passed `predict` on a GPU with a model of its own (no borrowing read it)."""
+    monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "maybe")
+    args = ["predict", "--groups", "8", "--total", "512", "--routing", "uniform", "--n", "256", "--k", "512"]
+    assert main([*args, "--device", "h100"]) == 2
+    assert "AUTOHEUR_BORROW_MODEL='maybe': expected one of" in capsys.readouterr().err
+
+
 def test_layouts_and_dtypes_beside_a_fixed_workload_are_refused(capsys):
     """The public, models, backward and sampled_grad_a workloads are the models' own problems: --dtypes float16
     (which the interpreter's bf16 refusal suggested) was silently ignored and the same bf16 problems listed."""
