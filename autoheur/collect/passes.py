@@ -248,6 +248,9 @@ def _remeasure(
     store = DatasetStore.load(Path(root))
     if store.meta.family != "triton":
         raise ValueError(f"{root} holds the {store.meta.family!r} family: {kind} measures the 'triton' family only")
+    if not (torch.cuda.is_available() or interpreting()):  # else the fingerprint names the interpreter, not set
+        raise ValueError(f"no CUDA GPU here: run data {kind} on the GPU that collected {root} "
+                         f"({store.meta.device_name})")  # fmt: skip
     meta = replace(runner.dataset_metadata(0, "triton"), configs=store.meta.configs)  # a trial stays one
     if meta.device_name != store.meta.device_name:  # the plain case first (a host without the dataset's GPU)
         raise ValueError(f"{root} was collected on {store.meta.device_name}, and this host's device is "

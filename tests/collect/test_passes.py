@@ -59,6 +59,16 @@ def test_retime_end_to_end_resumes_and_keeps_the_first_measurement(tmp_path):
     assert again["todo"] == 0 and again["already_done"] == 2
 
 
+def test_a_pass_on_a_host_without_gpu_or_interpreter_says_so(tmp_path, monkeypatch):
+    """It said "this host's device is Triton interpreter (H100 rules)" with the interpreter not even set."""
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    monkeypatch.setattr(passes.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(passes, "interpreting", lambda: False)
+    with pytest.raises(ValueError, match=r"^no CUDA GPU here: run data retime on the GPU that collected .*ds \(.*\)$"):
+        passes.retime(root, CollectOptions(reps=2, workers=1), log=quiet)
+
+
 def test_retime_refuses_another_device(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     collect(TINY[:1], root, OPTS, log=quiet)
