@@ -11,15 +11,38 @@ from autoheur.models.base import Ranker
 from autoheur.models.data import RankingSet
 
 EFF_FLOOR = 0.01  # efficiency of an unusable config (a 100x slowdown) in the list baselines' objectives
+# fixed_best (and fixed_list after its list) ranks a config by its geomean efficiency over the training problems where
+# it was a row; a config that was a row of fewer than MIN_SUPPORT of them (or of fewer than all, on a set of fewer
+# problems) ranks after every config that was, by the same geomean. Why: on Inductor's template family a config is
+# a row only where Inductor offered it (data.offered_rows: about a third of its grid a problem), and a geomean over
+# one or two problems ranks a config by luck; over five, one failed problem (0.01) still holds the geomean of a
+# config that is the oracle elsewhere to 0.40. On autoheur's own kernel every config is a row of every problem (its
+# whole feasible space), so every config has the full support and the ranking is the plain geomean over them all.
+MIN_SUPPORT = 5
 
 
 def _efficiency_matrix(train: RankingSet) -> tuple[np.ndarray, list[str], list[str]]:
-    """(problems x configs efficiency = oracle / time, floored; problem ids; config ids)."""
+    """(problems x configs efficiency = oracle / time, floored, NaN where the config is not a row of the problem;
+    problem ids; config ids)."""
     f = train.frame
     eff = np.maximum(1.0 / f["rel_time"].to_numpy(), EFF_FLOOR)
     table = pd.DataFrame({"p": f["problem_id"].to_numpy(), "c": f["config_id"].to_numpy(), "e": eff})
-    wide = table.pivot_table(index="p", columns="c", values="e", aggfunc="first", fill_value=EFF_FLOOR)
+    wide = table.pivot_table(index="p", columns="c", values="e", aggfunc="first")
     return wide.to_numpy(dtype=float), list(wide.index), list(wide.columns)
+
+
+def supported_log_geomean(E: np.ndarray, min_support: int = MIN_SUPPORT) -> tuple[np.ndarray, np.ndarray]:
+    """(each config's log geomean efficiency over the problems where it was a row, whether that is at least
+    `min_support` problems, or all of them on a set of fewer) of an efficiency matrix with NaN where a config was not
+    a row. Where every config is a row of every problem (autoheur's own kernel) it is the log geomean over all.
+
+    Why not the floor where a config is not a row: on Inductor's template family a config is a row only where
+    Inductor offered it, and counting the others as failures put the configs offered most often first, whatever they
+    were worth where offered (fixed_best's best-of-10 fell below the random ranker's)."""
+    rows = ~np.isnan(E)
+    support = rows.sum(axis=0)
+    mean = np.log(np.where(rows, E, 1.0)).sum(axis=0) / np.maximum(support, 1)
+    return mean, support >= min(min_support, E.shape[0])
 
 
 class _ListRanker(Ranker):
@@ -42,13 +65,21 @@ class FixedBest(_ListRanker):
 
     def fit(self, train: RankingSet) -> FixedBest:
         E, _, configs = _efficiency_matrix(train)
-        g = np.exp(np.log(E).mean(axis=0))
-        self.scores_ = dict(zip(configs, g.tolist(), strict=True))
+        log_g, supported = supported_log_geomean(E)
+        g = np.exp(log_g)
+        self.scores_ = dict(zip(configs, np.where(supported, g, g - 1.0).tolist(), strict=True))  # g - 1 <= 0 < 0.01
         return self
 
 
 class FixedList(_ListRanker):
-    """Greedy cover: each next config adds the most to sum over problems of log(best efficiency in the list)."""
+    """Greedy cover: each next config adds the most to sum over problems of log(best efficiency in the list), then
+    the other configs as fixed_best ranks them.
+
+    A config that is not a row of a problem (Inductor did not offer it there) adds nothing to that problem: its
+    efficiency counts as the floor, which is where each problem's best starts, so max(floor, best) is the best
+    already. That is what a list does at run time (an absent config is skipped), so the cover needs no support rule;
+    its first pick is the config of the highest floored geomean, fixed_best's own pick wherever every config is a
+    row of every problem."""
 
     name = "fixed_list"
 
@@ -57,7 +88,9 @@ class FixedList(_ListRanker):
 
     def fit(self, train: RankingSet) -> FixedList:
         E, _, configs = _efficiency_matrix(train)
-        L = np.log(E)
+        log_g, supported = supported_log_geomean(E)
+        after = np.where(supported, log_g, log_g - 1e3)  # after the list: as fixed_best ranks them
+        L = np.log(np.nan_to_num(E, nan=EFF_FLOOR))
         chosen: list[int] = []
         best = np.full(E.shape[0], np.log(EFF_FLOOR))
         for _ in range(min(self.k, E.shape[1])):
@@ -66,8 +99,7 @@ class FixedList(_ListRanker):
             j = int(np.argmax(gain))
             chosen.append(j)
             best = np.maximum(best, L[:, j])
-        g = L.mean(axis=0)  # after the list: by geomean efficiency
-        scores = {c: float(v) - 1e6 for c, v in zip(configs, g, strict=True)}
+        scores = {c: float(v) - 1e6 for c, v in zip(configs, after, strict=True)}
         for rank, j in enumerate(chosen):
             scores[configs[j]] = 1e6 - rank
         self.scores_ = scores
@@ -91,7 +123,7 @@ class NearestProblem(Ranker):
         P = P[order]
         self.mean_, self.scale_ = P.mean(axis=0), P.std(axis=0) + 1e-9
         self.P_ = (P - self.mean_) / self.scale_
-        self.logE_ = np.log(E)
+        self.logE_ = np.log(np.nan_to_num(E, nan=EFF_FLOOR))  # a config the neighbour lacks: as its failures
         self.col_ = {c: i for i, c in enumerate(configs)}
         return self
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from autoheur.models.baselines import FixedBest, FixedList, NearestProblem
+from autoheur.models.baselines import EFF_FLOOR, MIN_SUPPORT, FixedBest, FixedList, NearestProblem
 from autoheur.models.data import RankingSet, family
 
 
@@ -45,3 +46,69 @@ def test_nearest_uses_the_closest_problem(h100_slice):
     one = h100_slice.subset([pids[3]])
     s = m.predict(one)  # its own nearest problem is itself: its oracle config ranks first
     assert one.frame["rel_time"].to_numpy()[np.argmax(s)] == 1.0
+
+
+def _floored_efficiency(rs: RankingSet) -> pd.DataFrame:
+    """The problems x configs efficiency table as the baselines built it before the support rule: a config that is
+    not a row of a problem filled in as a failure (EFF_FLOOR)."""
+    f = rs.frame
+    eff = np.maximum(1.0 / f["rel_time"].to_numpy(), EFF_FLOOR)
+    table = pd.DataFrame({"p": f["problem_id"].to_numpy(), "c": f["config_id"].to_numpy(), "e": eff})
+    return table.pivot_table(index="p", columns="c", values="e", aggfunc="first", fill_value=EFF_FLOOR)
+
+
+def test_list_baselines_are_unchanged_where_every_config_is_a_row(h100_slice):
+    # autoheur's own kernel: every config a row of every problem (the slice: 30 problems x 240 configs), where the
+    # support rule must give the scores and lists the floored table gave (the baselines' figures before it)
+    assert h100_slice.frame.groupby("problem_id", observed=True).size().eq(240).all()
+    wide = _floored_efficiency(h100_slice)
+    L = np.log(wide.to_numpy())
+    best = FixedBest().fit(h100_slice)
+    assert best.scores_ == dict(zip(wide.columns, np.exp(L.mean(axis=0)).tolist(), strict=True))
+    fixed = FixedList(k=10).fit(h100_slice)
+    chosen, cover = [], np.full(len(wide), np.log(EFF_FLOOR))
+    for _ in range(10):  # the greedy cover over the floored table, as FixedList.fit wrote it
+        gain = np.maximum(L, cover[:, None]).sum(axis=0)
+        gain[chosen] = -np.inf
+        chosen.append(int(np.argmax(gain)))
+        cover = np.maximum(cover, L[:, chosen[-1]])
+    scores = {c: float(v) - 1e6 for c, v in zip(wide.columns, L.mean(axis=0), strict=True)}
+    scores.update({wide.columns[j]: 1e6 - r for r, j in enumerate(chosen)})
+    assert fixed.list_ == [wide.columns[j] for j in chosen]
+    assert fixed.scores_ == scores
+    assert fixed.list_[0] == max(best.scores_, key=best.scores_.get)  # its top-1 is fixed_best's here
+    np.testing.assert_array_equal(NearestProblem().fit(h100_slice).logE_, L)
+
+
+def _offered(eff: dict[str, dict[str, float]]) -> RankingSet:
+    """A toy set from problem -> config -> efficiency (1 / relative time; 0: a failed row), each problem's best at 1."""
+    return _toy({p: {c: 1.0 / e if e else np.inf for c, e in cs.items()} for p, cs in eff.items()})
+
+
+def test_fixed_best_scores_a_config_where_it_was_a_row():
+    # Inductor's template family: a config is a row only where it was offered. "often" is offered everywhere and
+    # middling; "good" is the oracle on the 6 problems it was offered; "rare", on 2, below MIN_SUPPORT
+    eff = {f"p{i}": {"often": 0.5, "top": 1.0} for i in range(10)}
+    for i in range(6):
+        eff[f"p{i}"]["good"] = 0.95
+    for i in range(2):
+        eff[f"p{i}"]["rare"] = 0.99
+    m = FixedBest().fit(_offered(eff))
+    order = sorted(m.scores_, key=m.scores_.get, reverse=True)
+    # floored, "good" scored 0.95**0.6 * 0.01**0.4 = 0.15 and fell below "often"
+    assert order == ["top", "good", "often", "rare"]
+    assert m.scores_["good"] == pytest.approx(0.95)
+    assert MIN_SUPPORT > 2 and m.scores_["rare"] < 0 < m.scores_["often"]
+    fixed = FixedList(k=1).fit(_offered(eff))  # after its list, the other configs as fixed_best ranks them
+    assert sorted(fixed.scores_, key=fixed.scores_.get, reverse=True) == order
+
+
+def test_fixed_list_skips_a_config_that_was_not_offered_as_it_would_a_failure():
+    # the greedy cover counts a config absent from a problem as the floor, where each problem's cover starts: the
+    # same list as with the config there as a failed row
+    rng = np.random.default_rng(1)
+    eff = {f"p{i}": {f"c{j}": float(rng.uniform(0.2, 1.0)) for j in range(12) if rng.random() < 0.4} for i in range(20)}
+    eff = {p: {**cs, "c0": 1.0} for p, cs in eff.items()}  # an oracle row in each
+    failed = {p: {**cs, **{f"c{j}": 0.0 for j in range(12) if f"c{j}" not in cs}} for p, cs in eff.items()}
+    absent, there = FixedList(k=6).fit(_offered(eff)), FixedList(k=6).fit(_offered(failed))
+    assert absent.list_ == there.list_
