@@ -336,8 +336,10 @@ def fit_rows(model, train: RankingSet, rows: np.ndarray | None):
 def offered_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     """The rows of a dataset of kernel `family` that a run-time ranking chooses among: for "inductor", the choices
     Inductor offered (every status but "invalid", its pruned grid points: ChoiceFilter ranks only the template
-    choices Inductor generated); for autoheur's own kernel, every row (an infeasible config still takes a slot of the
-    top k, and the metrics score it 0: metrics.py).
+    choices Inductor generated); for autoheur's own kernel, every row. A config the space's static rules rule out for
+    a problem (kernels.config.feasible_configs) was never collected and is no row of it; a row that failed when run
+    (status invalid, compile_error, out_of_resources, wrong or crashed) is ranked like the others, and a pick of it
+    scores 0 while it still takes a slot of the top k (metrics.py).
 
     Why: until stop 75 the Inductor datasets' pruned points were ranked and scored 0 like failures, which the filter
     never meets; on the H200's Inductor data that read as a top-1 geomean of 0.29 where the offered choices' was not."""
