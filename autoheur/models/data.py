@@ -56,6 +56,10 @@ class RankingSet:
     X: np.ndarray  # features, row-aligned with frame
     device: dict  # the fingerprint the features were computed with
     thin: int | None = None  # rows kept a problem where loaded thinned (load_ranking_set's `thin`); None: every row
+    # Problems left out as the set was built for having no "ok" config (no oracle to measure against: every config
+    # failed or was censored). Counted by `from_frame`, summed by `merge_by_problem`; a subset of the set does not
+    # carry it. No shipped dataset has one; `autoheur eval` reports the count (eval_datasets.EVAL_NO_ORACLE).
+    no_oracle: int = 0
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, device: Mapping) -> RankingSet:
@@ -65,6 +69,7 @@ class RankingSet:
         t = np.where(usable, df["median_ms"].to_numpy(dtype=float), np.inf)
         oracle = pd.Series(np.where(ok, t, np.inf)).groupby(df["problem_id"].to_numpy()).transform("min").to_numpy()
         keep = np.isfinite(oracle)  # a problem with no ok config has no oracle: nothing to learn or score
+        no_oracle = int(df["problem_id"][~keep].nunique())
         per_problem = df.drop_duplicates("problem_id").set_index("problem_id")
         launching = {pid: launches_kernel(r.layout, r.total) for pid, r in per_problem.iterrows()}
         keep &= df["problem_id"].map(launching).to_numpy(dtype=bool)  # no launch, no config to learn or score
@@ -79,7 +84,7 @@ class RankingSet:
         X = np.ascontiguousarray(feature_matrix(df, df, device))
         # Each row's group sizes are one array object per row (2,182 per problem): 0.6 GB on the H200 set, read by
         # nothing after the features, which hold their statistics.
-        return cls(_categorical(df.drop(columns=["sizes"], errors="ignore")), X, dict(device))
+        return cls(_categorical(df.drop(columns=["sizes"], errors="ignore")), X, dict(device), no_oracle=no_oracle)
 
     @property
     def problems(self) -> np.ndarray:
@@ -440,16 +445,18 @@ def load_ranking_set(
         raise ValueError(f"thin={thin!r}: expected at least 4 rows a problem, or None for all")
     store = _checked_store(path, allow_stale_kernel)
     device = dict(store.meta.device)
-    sets = []
+    sets, no_oracle = [], 0
     for df in store.read_batches(COLUMNS, min_rows=batch_rows):
         rs = RankingSet.from_frame(offered_rows(df, store.meta.family), device)
         del df
+        no_oracle += rs.no_oracle
         sets.append(rs if thin is None else sample_rows(rs, thin, thin // 4, seed=None))  # each problem its own seed
     _release_arrow_memory()
     if not sets:  # a dataset of no rows
         sets.append(RankingSet.from_frame(offered_rows(store.read(COLUMNS), store.meta.family), device))
     rs = merge_by_problem(sets)
     rs.thin = thin
+    rs.no_oracle = no_oracle  # counted before thinning (a thinned problem's set no longer carries it)
     return rs
 
 
@@ -457,10 +464,13 @@ def merge_by_problem(sets: list[RankingSet]) -> RankingSet:
     """One set of the problems of `sets` (each problem in one of them, its rows contiguous), in problem-id order as
     `RankingSet.from_frame` sorts them. Empties the list: each part's features and columns are let go as soon as
     they are placed, so the merge holds little more than its result."""
+    no_oracle = sum(rs.no_oracle for rs in sets)
     if len(sets) > 1:
         sets[:] = [rs for rs in sets if len(rs.frame)] or sets[:1]  # a batch of only unusable problems adds none
     if len(sets) == 1:
-        return sets.pop()
+        rs = sets.pop()
+        rs.no_oracle = no_oracle
+        return rs
     device = sets[0].device
     ids = np.concatenate([rs.problems for rs in sets])  # problems in the sets' row order
     sizes = np.concatenate([rs.query_sizes() for rs in sets]).astype(np.int64)
@@ -487,7 +497,7 @@ def merge_by_problem(sets: list[RankingSet]) -> RankingSet:
         columns[col] = merged.take(order).reset_index(drop=True)
         del merged
     sets.clear()
-    return RankingSet(pd.DataFrame(columns, copy=False), X, device)
+    return RankingSet(pd.DataFrame(columns, copy=False), X, device, no_oracle=no_oracle)
 
 
 def _categorical(df: pd.DataFrame) -> pd.DataFrame:

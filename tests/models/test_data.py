@@ -265,3 +265,16 @@ def test_a_garbled_pack_is_refused_before_its_times_train(tmp_path):
     _garble(_shipped_pack_copy(tmp_path / "d"))
     with pytest.raises(ValueError, match=rf"{RETEST_PACK}: \d+ timed rows .*not a positive finite time"):
         load_ranking_set(tmp_path / "d")
+
+
+def test_problems_with_no_ok_config_are_left_out_and_counted(h100_rows, h100_slice):
+    """A problem whose every config failed or was censored has no oracle: it is no query, and the set counts it (no
+    shipped dataset has one, so a synthetic twin of a real problem stands in); a merge sums the counts."""
+    raw = h100_rows[COLUMNS]
+    one = raw[raw["problem_id"] == raw["problem_id"].iloc[0]]
+    dead = one.assign(problem_id="dead", status=np.where(one["status"] == "ok", "censored", one["status"]))
+    failed = one.assign(problem_id="failed", status="compile_error", median_ms=np.nan)
+    rs = RankingSet.from_frame(pd.concat([one, dead, failed], ignore_index=True), h100_slice.device)
+    assert list(rs.problems) == [one["problem_id"].iloc[0]] and rs.no_oracle == 2
+    assert h100_slice.no_oracle == 0
+    assert merge_by_problem([rs, RankingSet.from_frame(failed, h100_slice.device)]).no_oracle == 3
