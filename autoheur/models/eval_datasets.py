@@ -24,6 +24,7 @@ from autoheur.models.evaluate import (
     make_model,
     tuning_cost,
 )
+from autoheur.models.metrics import RELEVANCE_THRESHOLDS
 from autoheur.models.rankers import RANKERS, family_params
 from autoheur.models.report import write_report
 
@@ -50,6 +51,7 @@ class EvalRun:
     thin: list[str] = field(default_factory=list)  # the datasets only trained on as auxiliary data, loaded thinned
     rows: int | None = None  # rows a problem they loaded with
     started: float = 0.0
+    family: str = "triton"  # the datasets' kernel family ("triton": autoheur's kernel; "inductor": Inductor's template)
 
 
 def model_names(models: str) -> list[str]:
@@ -86,7 +88,8 @@ def eval_datasets(
     families = {DatasetStore.load(d).meta.family for d in data}
     if len(families) > 1:
         raise ValueError(f"the datasets are of different kernel families {sorted(families)}: evaluate them apart")
-    params = family_params(families.pop())
+    family = families.pop()
+    params = family_params(family)
     if aux_share is not None:
         params["xgb_ranker"] = {**params.get("xgb_ranker", {}), "aux_share": aux_share}
     boosted = boosting_rounds(models, rounds)  # refused when no named model is boosted
@@ -113,7 +116,7 @@ def eval_datasets(
         sets, models, splits, params=params, aux_for=aux_for, fold_seed=fold_seed, aux_new_only=aux_new_only,
         aux_problems=listed,
     )  # fmt: skip
-    return EvalRun(per_problem, summary, fits, sets, params, thin, rows, t0)
+    return EvalRun(per_problem, summary, fits, sets, params, thin, rows, t0, family)
 
 
 def write_eval_report(
@@ -147,7 +150,7 @@ def write_eval_report(
         "devices": ", ".join(rs.device["name"] for rs in run.sets.values()),
         "command": command,
         "wall seconds": round(time.time() - run.started),
-        "method": EVAL_METHOD
+        "method": eval_method(run)
         + (EVAL_AUX.format(", ".join(aux_for)) if aux_for else "")
         + (EVAL_AUX_NEW if aux_new_only else "")
         + (EVAL_AUX_LISTED.format(aux_problems) if aux_problems else "")
@@ -155,32 +158,88 @@ def write_eval_report(
         + (EVAL_FOLD_SEED.format(fold_seed) if fold_seed else ""),
     }
     return write_report(run.per_problem, run.summary, out, title="autoheur evaluation", meta=meta, importances=imp,
-                        tuning_cost=tuning_cost(first))  # fmt: skip
+                        tuning_cost=tuning_cost(first, family=run.family))  # fmt: skip
 
 
-EVAL_METHOD = (
-    "Every figure is on problems the model did not see while fitting. The default xgb_ranker is a rank:pairwise "
-    "model with a near-best re-ranker over its best 48, one per layout kind (rankers.py); its design (its members, "
-    "re-ranker, rows, bins and 128-config shortlist) was chosen on an inner 5-fold CV of the training problems of "
-    "h100:group_kfold's first fold, never on these figures; but those problems are the test problems of its other "
-    "four folds, some later choices between recipes (trees, auxiliary data) compared these splits' figures, and "
-    "until stop 78 the folds were re-drawn whenever a dataset grew, so a later fold 0 holds problems earlier dev CVs "
-    "used: no fold of the shipped datasets is free of design choices (BENCHMARKS.md, stop 78, reads the problems "
-    "added after the last choice apart). Since stop 78 a problem's fold is a hash of its id, fixed as a dataset "
-    "grows, so the test problems of fold 0 can stay out of the next choices, and subset design_unseen is the "
-    "problems models/design-seen.txt does not list: those no choice has seen (none of the data of stop 78). "
-    "Exception: on Inductor's template family it is one model whose objective an inner 2-fold CV picks on each "
-    "fold's training problems (rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's "
-    "held-out figures: that one choice between two procedures was made on them. "
+def eval_method(run: EvalRun) -> str:
+    """The report's "How measured" paragraph for `run`: what is held out (said apart for the cross-device splits,
+    whose fits saw the same problem ids on the other device), the default ranker and its design as the datasets'
+    kernel family has them, the oracle, the problems left out, and the columns."""
+    inductor = run.family == "inductor"
+    cross = [str(s) for s in dict.fromkeys(run.per_problem["split"]) if "->" in str(s)] if len(run.per_problem) else []
+    text = EVAL_HELD_OUT_CROSS.format(", ".join(cross)) if cross else EVAL_HELD_OUT
+    text += EVAL_DESIGN_INDUCTOR if inductor else EVAL_DESIGN_TRITON
+    text += EVAL_SPLITS + (EVAL_ORACLE_INDUCTOR if inductor else EVAL_ORACLE_TRITON)
+    counts = ", ".join(f"{name} {rs.no_oracle}" for name, rs in run.sets.items())
+    return text + EVAL_NO_ORACLE.format(counts) + EVAL_COLUMNS + (EVAL_TAU_INDUCTOR if inductor else EVAL_TAU_TRITON)
+
+
+EVAL_HELD_OUT = "Every figure is on problems the model did not see while fitting. "
+EVAL_HELD_OUT_CROSS = (
+    "The within-device splits' figures are on problems the model did not see while fitting; the cross-device splits' "
+    "({}) are not all: A's fit trained, on A's timings, on every problem id of B that A holds too (column "
+    "fit_saw_problem of per_problem.csv.gz), and only subset unseen (B's problems A lacks; 0 problems where A holds "
+    "them all) is held out in that sense. "
+)
+EVAL_DESIGN_TRITON = (
+    "The default xgb_ranker is a rank:pairwise model with a near-best re-ranker over its best 48, one per layout kind "
+    "(rankers.py); its design (its members, re-ranker, rows, bins and 128-config shortlist) was chosen on an inner "
+    "5-fold CV of the training problems of h100:group_kfold's first fold, never on these figures; but those problems "
+    "are the test problems of its other four folds, some later choices between recipes (trees, auxiliary data) "
+    "compared these splits' figures, and until stop 78 the folds were re-drawn whenever a dataset grew, so a later "
+    "fold 0 holds problems earlier dev CVs used: no fold of the shipped datasets is free of design choices "
+    "(BENCHMARKS.md, stop 78, reads the problems added after the last choice apart). Since stop 78 a problem's fold "
+    "is a hash of its id, fixed as a dataset grows, so the test problems of fold 0 can stay out of the next choices, "
+    "and subset design_unseen is the problems models/design-seen.txt does not list: those no choice has seen (none "
+    "of the data of stop 78). "
+)
+EVAL_DESIGN_INDUCTOR = (
+    "On Inductor's template family the default xgb_ranker is one model (no re-ranker and no layout experts: the data "
+    "hold one layout) whose objective an inner 2-fold CV picks on each fold's training problems "
+    "(rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's held-out figures: that one "
+    "choice between two procedures was made on them. Subset design_unseen is the problems models/design-seen.txt "
+    "does not list. "
+)
+EVAL_SPLITS = (
     "group_kfold: 5 folds over whole problems; lomo: each public model family held out in turn; A->B: fit on all of "
     "device A's problems, ranked on device B's problems with B's fingerprint; a problem id names a shape, not a "
     "device, so A's fit trained (on A's timings) on every problem of B that A holds too, and subset unseen is B's "
     "problems A lacks. Efficiency = oracle time / chosen time, "
-    "where the oracle is the fastest config of the exhaustive collection, its retimed and refined rows included "
-    "(data/README.md); problems whose calls never launch the kernel (an empty output) are left out; best-of-10 = the "
-    "best of the predicted top 10 (the brief autotune's result). Subset oracle>=0.1ms: the problems whose best config "
-    "takes at least 0.1 ms, where timing noise between near-equal configs is smallest (on a dataset collected under "
-    "timing protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
+)
+EVAL_ORACLE_TRITON = (
+    "where the oracle is the fastest config of the exhaustive collection, its retimed and refined rows included, and "
+    "its polished rows too, each problem's rescaled by the median ratio of their times to the earlier ones "
+    "(store.align_session; data/README.md); "
+)
+EVAL_ORACLE_INDUCTOR = (
+    "where the oracle is the fastest of the choices Inductor offered for the problem, as Inductor's max-autotune "
+    "benchmarker timed them (data/README.md); "
+)
+EVAL_NO_ORACLE = (
+    'problems whose calls never launch the kernel (an empty output) are left out, and so are problems with no "ok" '
+    "config (every config failed or was censored: no oracle to measure against), which the summaries' n_no_oracle "
+    "does not see since they never reach scoring; left out for that, by dataset: {}. best-of-10 = the best of the "
+    "predicted top 10 (the brief autotune's result). Subset oracle>=0.1ms: the problems whose best config takes at "
+    "least 0.1 ms, where timing noise between near-equal configs is smallest (on a dataset collected under timing "
+    "protocol v1, data/README.md, only these are free of its launch-overhead flaw)."
+)
+EVAL_COLUMNS = (
+    " NDCG@10: the discounted gain of the predicted top 10 (gain 2^label - 1, discount 1 / log2(rank + 1)) over that "
+    "of the best order, where a config's label counts the thresholds "
+    + ", ".join(f"{t:.2f}" for t in RELEVANCE_THRESHOLDS)
+    + " that its time over the oracle's is within (so 6 for the oracle, 0 beyond 1.5x, failed or censored). Kendall "
+    "tau: tau-b between the predicted order and the timed order over every usable (ok or censored) config of a "
+    "problem, the censored ones tied last; 1 is the same order."
+)
+EVAL_TAU_TRITON = (
+    " A ranker trained to order the top, as the default xgb_ranker is (its fit keeps each problem's fastest rows and "
+    "a sample of the rest; its 128-config shortlist and re-ranker order the best few), can have a low tau over the "
+    "whole space while its top-10 figures are better: tau is not the headline, best-of-10 and the oracle in the top "
+    "10 are."
+)
+EVAL_TAU_INDUCTOR = (
+    " A ranker trained to order the top can have a low tau over all the choices while its top-10 figures are better: "
+    "tau is not the headline, best-of-10 and the oracle in the top 10 are."
 )
 
 EVAL_FOLD_SEED = (

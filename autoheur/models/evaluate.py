@@ -1,4 +1,6 @@
-"""Honest evaluation: every figure is measured on problems the model never saw while fitting (or choosing itself).
+"""Honest evaluation: every figure of a within-device split is measured on problems the model never saw while fitting
+(or choosing itself); a cross-device split's fit saw the test device's problem ids that its own device holds, on its
+own device's timings, and only its subset unseen is held out in that sense.
 
 Splits:
   group_kfold   5 folds over whole problems, a problem's fold a hash of its id (fixed as a dataset grows)
@@ -59,6 +61,14 @@ SUBSETS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "oracle>=0.1ms": lambda pp: pp["oracle_ms"] >= 0.1,
     "unseen": _unseen,
     "design_unseen": _design_unseen,
+}
+# Where a subset of SUBSETS means something (else it is no row of the summary): unseen on the cross-device splits
+# (within a device every test problem is held out), design_unseen where models/design-seen.txt exists. Where it does,
+# the subset has a row even with no problem in it (n_problems 0): a cross-device pair whose A holds every problem of
+# B has no unseen problem, and that is a figure to see, not a row to leave out.
+SUBSET_APPLIES: dict[str, Callable[[pd.DataFrame], bool]] = {
+    "unseen": lambda pp: SEEN in pp and not pp[SEEN].isna().any(),
+    "design_unseen": lambda pp: read_seen() is not None,
 }
 
 
@@ -168,13 +178,14 @@ def run_split(
 
 
 def summarize_splits(per_problem: pd.DataFrame) -> pd.DataFrame:
-    """One row per (split, subset, model): geomean / P10 / min of each efficiency, means of the rest."""
+    """One row per (split, subset, model): geomean / P10 / min of each efficiency, means of the rest. A subset that
+    applies to the split (SUBSET_APPLIES) has its row even when no problem is in it: n_problems 0, its figures NaN."""
     out = []
     for (split, model), pp in per_problem.groupby(["split", "model"], sort=False):
         for subset, pick in SUBSETS.items():
-            sel = pp[pick(pp)]
-            if sel.empty:
+            if not SUBSET_APPLIES.get(subset, lambda _: True)(pp):
                 continue
+            sel = pp[pick(pp)]
             s = summarize(sel)
             out.append({"split": split, "subset": subset, "model": model, **s})
     return pd.DataFrame(out)

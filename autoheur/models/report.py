@@ -334,6 +334,9 @@ def _summary_tables(ctx: _Context, sm: pd.DataFrame) -> list[str]:
     for subset in subsets:
         rows = sm if subset is None else sm[sm["subset"].astype(str) == subset]
         rows = rows.assign(_o=rows["model"].astype(str).map(order)).sort_values("_o", kind="stable")
+        if subset is not None and "n_problems" in rows.columns and (pd.to_numeric(rows["n_problems"]) == 0).all():
+            lines += [f"**Subset: {_cell(subset)}**: 0 problems (none of this split's problems is in it).", ""]
+            continue
         if subset is not None:
             lines += [f"**Subset: {_cell(subset)}**", ""]
         body = [[_cell(r["model"])] + [_fmt(r[c], d, p) for c, _, d, p in cols] for _, r in rows.iterrows()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -33,7 +34,8 @@ def test_a_garbled_list_is_refused_naming_the_line(tmp_path):
 
 
 def test_eval_reports_the_problems_the_list_lacks_as_design_unseen(tmp_path, monkeypatch):
-    """Subset design_unseen is the problems not listed, on every split; with no list there is no such subset."""
+    """Subset design_unseen is the problems not listed, on every split, a row of 0 problems where all are listed;
+    with no list there is no such subset."""
     pp = pd.DataFrame({
         "split": ["s"] * 3, "fold": ["0"] * 3, "model": ["m"] * 3, "problem_id": [A, B, C], "oracle_ms": [0.2] * 3,
         "n_configs": [10] * 3, "eff_top1": [1.0, 0.5, 0.8], "eff_best5": [1.0] * 3, "eff_best10": [1.0, 0.9, 0.95],
@@ -45,7 +47,8 @@ def test_eval_reports_the_problems_the_list_lacks_as_design_unseen(tmp_path, mon
     row = summarize_splits(pp).set_index("subset").loc["design_unseen"]
     assert row["n_problems"] == 1 and row["eff_best10_min"] == 0.95
     ds.record_seen([C])
-    assert "design_unseen" not in set(summarize_splits(pp)["subset"])  # every problem seen: no such subset
+    row = summarize_splits(pp).set_index("subset").loc["design_unseen"]  # every problem seen: said, not left out
+    assert row["n_problems"] == 0 and np.isnan(row["eff_best10_min"])
 
 
 def test_the_shipped_list_reads():

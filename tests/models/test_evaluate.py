@@ -325,3 +325,51 @@ def test_cross_device_figures_say_which_problems_the_fit_trained_on(h100_slice):
     got = summary.set_index(["split", "subset"])["n_problems"]
     assert got["h100->h200", "all"] == len(pids) - 10 and got["h100->h200", "unseen"] == len(pids) - 20
     assert ("h200:group_kfold", "unseen") not in got.index
+
+
+def test_a_cross_device_split_with_no_unseen_problem_says_so(tmp_path):
+    """Where device A holds every problem of B (as the Inductor H100 set holds the H200's), subset unseen is empty:
+    the summary has its row of 0 problems, and the report says so, instead of leaving the subset out unremarked."""
+    from autoheur.models.evaluate import SEEN
+    from autoheur.models.report import write_report
+
+    pp = pd.DataFrame({
+        "split": ["a->b"] * 2 + ["b:group_kfold"] * 2, "fold": ["all"] * 2 + ["0"] * 2, "model": ["m"] * 4,
+        "problem_id": ["p", "q"] * 2, "oracle_ms": [0.2] * 4, "n_configs": [10] * 4, "eff_top1": [1.0, 0.5] * 2,
+        "eff_best10": [1.0, 0.9] * 2, "oracle_in_top10": [True, False] * 2, "ndcg10": [1.0] * 4,
+        "kendall_tau": [0.5] * 4, SEEN: [True, True, np.nan, np.nan],
+    })  # fmt: skip
+    got = summarize_splits(pp).set_index(["split", "subset"])["n_problems"]
+    assert got["a->b", "all"] == 2 and got["a->b", "unseen"] == 0
+    assert ("b:group_kfold", "unseen") not in got.index  # held out within a device: no such subset
+    text = write_report(pp, summarize_splits(pp), tmp_path, title="t", meta={}).read_text()
+    assert "**Subset: unseen**: 0 problems" in text
+
+
+def _method(family: str, splits: list[str], no_oracle: int = 0) -> str:
+    from autoheur.models.data import RankingSet
+    from autoheur.models.eval_datasets import EvalRun, eval_method
+
+    sets = {"h100": RankingSet(pd.DataFrame(), np.zeros((0, 1)), {"name": "x"}, no_oracle=no_oracle)}
+    return eval_method(EvalRun(pd.DataFrame({"split": splits}), pd.DataFrame(), [], sets, {}, family=family))
+
+
+def test_the_method_says_what_each_split_held_out_and_what_was_left_out():
+    held = "Every figure is on problems the model did not see while fitting."
+    within = _method("triton", ["h100:group_kfold"])
+    assert held in within and "are not all" not in within
+    cross = _method("triton", ["h100:group_kfold", "h100->h200"])
+    assert held not in cross and "cross-device splits' (h100->h200) are not all" in cross and "unseen" in cross
+    assert 'no "ok" config' in within and "by dataset: h100 0." in within
+    assert "by dataset: h100 3." in _method("triton", ["h100:group_kfold"], no_oracle=3)
+
+
+def test_the_method_describes_the_familys_ranker_and_oracle_and_defines_the_columns():
+    triton, inductor = _method("triton", ["s"]), _method("inductor", ["s"])
+    assert "re-ranker over its best 48, one per layout kind" in triton and "polished rows" in triton
+    assert "store.align_session" in triton
+    assert "one layout kind" not in inductor and "no re-ranker" in inductor and "polished" not in inductor
+    assert "Inductor's max-autotune benchmarker" in inductor
+    for text in (triton, inductor):
+        assert "gain 2^label - 1" in text and "1.00, 1.02, 1.05, 1.10, 1.25, 1.50" in text
+        assert "tau-b" in text and "censored ones tied last" in text and "tau is not the headline" in text
