@@ -63,7 +63,8 @@ def write_report(
         problem_name, family, device. summary: one row per (split, subset, model) with `metrics.summarize` figures.
     meta: shown as a table at the top; its "method" entry is the "How measured" paragraph instead.
     importances: model -> feature -> gain; the top 20 of each model are plotted.
-    tuning_cost: rows of method, configs, est_seconds and an optional note.
+    tuning_cost: rows of method, configs, est_seconds (all NaN: not shown, the estimate does not apply) and an
+        optional note; its attrs["basis"], the estimate's assumptions in words, is printed under the table.
     models: the order of models in tables and legends (models not named follow in order of appearance); its first
         entry is the default model, drawn in bold. Without it: order of appearance, and the default is "xgb_ranker"
         when present, else the first model seen.
@@ -290,7 +291,49 @@ def _split_section(ctx: _Context, pp_all: pd.DataFrame, sm_all: pd.DataFrame, sp
             lines += [", ".join(parts) + ".", ""]
     lines += _guard("at-a-glance line", lambda: _glance(ctx, pp))
     lines += _guard("summary tables", lambda: _summary_tables(ctx, sm))
+    lines += _guard("same-figures note", lambda: _same_note(ctx, pp))
     lines += _guard("plots", lambda: _split_plots(ctx, pp, split))
+    return lines
+
+
+def _same_curves(ctx: _Context, pp: pd.DataFrame, col: str) -> dict[str, str]:
+    """model -> the earlier model (in ctx.models order) whose `col` values are the same on every problem of the split:
+    one CDF line would hide the other."""
+    if pp.empty or _missing(pp, ["model", col]):
+        return {}
+    key = [c for c in ("fold", "problem_id") if c in pp.columns]
+    if not key:
+        return {}
+    curves: dict[str, pd.Series] = {}
+    for model in ctx.models:
+        d = pp[pp["model"].astype(str) == model]
+        if not d.empty:
+            curves[model] = pd.to_numeric(d[col], errors="coerce").set_axis(
+                pd.MultiIndex.from_frame(d[key].astype(str))
+            )
+    same = {}
+    for i, model in enumerate(curves):
+        for earlier in list(curves)[:i]:
+            a, b = curves[model].sort_index(), curves[earlier].sort_index()
+            if earlier not in same and a.index.equals(b.index) and a.equals(b):
+                same[model] = earlier
+                break
+    return same
+
+
+def _same_note(ctx: _Context, pp: pd.DataFrame) -> list[str]:
+    """A line for each pair of models whose top-1 or best-of-10 figures are the same on every problem."""
+    lines = []
+    for col, label in (("eff_best10", "best-of-10"), ("eff_top1", "top-1")):
+        for model, earlier in _same_curves(ctx, pp, col).items():
+            why = ""
+            if col == "eff_top1" and {model, earlier} == {"fixed_list", "fixed_best"}:
+                why = (
+                    " by construction: the greedy list's first pick is the config of the best geomean efficiency, "
+                    "fixed_best's own, wherever every config is a row of every training problem"
+                )
+            lines += [f"_{_cell(model)}'s {label} figures are {_cell(earlier)}'s on every problem{why}; in the "
+                      f"{label} CDF its line is drawn dotted over {_cell(earlier)}'s._", ""]  # fmt: skip
     return lines
 
 
@@ -377,6 +420,7 @@ def _cdf_plot(ctx: _Context, pp: pd.DataFrame, split: str, col: str, label: str,
     plt = ctx.plt
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     drawn = 0
+    same = _same_curves(ctx, pp, col)  # a line the same as an earlier one: dotted on top of it, and said so
     for model in ctx.models:
         v = _values(pp[pp["model"].astype(str) == model], col)
         if not len(v):
@@ -390,9 +434,9 @@ def _cdf_plot(ctx: _Context, pp: pd.DataFrame, split: str, col: str, label: str,
             where="post",
             color=ctx.color(model),
             lw=2.6 if is_default else 1.3,
-            ls="-" if is_default or model.startswith("xgb") else "--",
-            label=f"{model} (n={len(v)})",
-            zorder=3 if is_default else 2,
+            ls=":" if model in same else "-" if is_default or model.startswith("xgb") else "--",
+            label=f"{model} (n={len(v)})" + (f", the same as {same[model]}" if model in same else ""),
+            zorder=4 if model in same else 3 if is_default else 2,
         )
         drawn += 1
     if not drawn:
@@ -533,14 +577,26 @@ def _tuning_section(tuning_cost: pd.DataFrame | None) -> list[str]:
     if absent:
         return lines + [f"_Tuning cost table skipped: missing {', '.join(f'`{c}`' for c in absent)}._", ""]
     has_note = "note" in tuning_cost.columns
+    seconds = not pd.to_numeric(tuning_cost["est_seconds"], errors="coerce").isna().all()  # else: does not apply
     rows = []
     for _, r in tuning_cost.iterrows():
-        row = [_cell(r["method"]), _fmt(r["configs"], None), _fmt(r["est_seconds"], 1), _seconds(r["est_seconds"])]
+        row = [_cell(r["method"]), _count(r["configs"])]
+        if seconds:
+            row += [_fmt(r["est_seconds"], 1), _seconds(r["est_seconds"])]
         if has_note:
             row.append("" if _is_missing(r["note"]) else _cell(r["note"]))
         rows.append(row)
-    header = ["method", "configs", "est. seconds", "est. time"] + (["note"] if has_note else [])
-    return lines + _table(header, rows)
+    header = ["method", "configs"] + (["est. seconds", "est. time"] if seconds else []) + (["note"] if has_note else [])
+    basis = str(tuning_cost.attrs.get("basis", "") or "").strip()
+    return lines + _table(header, rows) + ([basis, ""] if basis else [])
+
+
+def _count(v: Any) -> str:
+    """A count of configs: whole, or a mean of counts to one decimal (never 52.171 configs)."""
+    if _is_missing(v):
+        return "n/a"
+    x = float(v)
+    return str(int(x)) if x == int(x) else f"{x:.1f}"
 
 
 __all__ = ["write_report", "PLOTS_SKIPPED", "DEFAULT_MODEL"]

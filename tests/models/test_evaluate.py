@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autoheur.models.data import rows_of
 from autoheur.models.evaluate import (
     SUBSETS,
     auxiliary_only,
@@ -55,6 +56,19 @@ def test_tuning_cost_top10_is_far_cheaper(h100_slice):
     assert cost.loc["whole space", "configs"] == h100_slice.frame.groupby("problem_id").size().mean()
     assert cost.loc["whole space", "est_seconds"] > cost.loc["top-10", "est_seconds"]
     assert np.isfinite(cost["est_seconds"]).all()
+    basis = cost.attrs["basis"]
+    assert "0.68 CPU-seconds a config" in basis and "16 cores" in basis and "0.1 ms of L2 flush" in basis
+
+
+def test_tuning_cost_gives_no_seconds_for_inductors_template_and_counts_a_short_problems_rows(h100_slice):
+    # a problem of fewer than 10 rows (as Inductor offers for some shapes) autotunes them all: the mean counts it so
+    pids = h100_slice.problems
+    f = h100_slice.frame
+    short = f["problem_id"].eq(pids[0]) & (f.groupby("problem_id", observed=True).cumcount() >= 4)
+    rs = rows_of(h100_slice, np.flatnonzero(~short.to_numpy()))
+    cost = tuning_cost(rs, family="inductor").set_index("method")
+    assert cost.loc["top-10", "configs"] == (10 * (len(pids) - 1) + 4) / len(pids)
+    assert cost["est_seconds"].isna().all() and "does not apply" in cost.attrs["basis"]
 
 
 def _other_device(rs, name="NVIDIA H200"):

@@ -171,3 +171,26 @@ def test_missing_columns_and_empty_frames_do_not_crash(tmp_path):
 
     only_summary = write_report(None, _summary(_per_problem()), tmp_path / "c", title="t", meta={}).read_text()
     assert "| **xgb_ranker** |" in only_summary
+
+
+def test_tuning_cost_counts_configs_as_counts_and_says_its_basis(tmp_path):
+    cost = pd.DataFrame({"method": ["top-10", "whole space"], "configs": [9.6, 52.171], "est_seconds": [1.5, 60.0]})
+    cost.attrs["basis"] = "An estimate: 0.68 CPU-seconds a config."
+    text = _write(tmp_path, tuning_cost=cost).read_text()
+    assert "| whole space | 52.2 | 60.0 |" in text and "52.17" not in text and "| top-10 | 9.6 |" in text
+    assert "An estimate: 0.68 CPU-seconds a config." in text
+    cost["est_seconds"] = np.nan  # Inductor's template: the seconds do not apply, and no column says n/a
+    text = _write(tmp_path, tuning_cost=cost).read_text()
+    assert "| method | configs |\n" in text and "est. seconds" not in text
+
+
+def test_a_model_whose_figures_are_another_ones_is_said_so_and_drawn_apart(tmp_path):
+    pp = _per_problem()
+    same = pp["model"] == "fixed_list"
+    pp.loc[same, "eff_top1"] = pp.loc[pp["model"] == "fixed_best", "eff_top1"].to_numpy()
+    text = write_report(pp, _summary(pp), tmp_path, title="t", meta={}).read_text()
+    note = "_fixed_best's top-1 figures are fixed_list's on every problem by construction"  # the later of MODELS
+    assert text.count(note) == len(SPLITS) and "best-of-10 figures are" not in text
+    pp.loc[same & (pp["problem_id"] == "p3") & (pp["split"] == "lomo"), "eff_top1"] = 0.123  # one problem apart
+    text = write_report(pp, _summary(pp), tmp_path, title="t", meta={}).read_text()
+    assert text.count(note) == len(SPLITS) - 1
