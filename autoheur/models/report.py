@@ -329,8 +329,8 @@ def _same_note(ctx: _Context, pp: pd.DataFrame) -> list[str]:
             why = ""
             if col == "eff_top1" and {model, earlier} == {"fixed_list", "fixed_best"}:
                 why = (
-                    " by construction: the greedy list's first pick is the config of the best geomean efficiency, "
-                    "fixed_best's own, wherever every config is a row of every training problem"
+                    " by construction where every config is a row of every problem: the greedy list's first pick is "
+                    "then the config of the best geomean efficiency, fixed_best's own"
                 )
             lines += [f"_{_cell(model)}'s {label} figures are {_cell(earlier)}'s on every problem{why}; in the "
                       f"{label} CDF its line is drawn dotted over {_cell(earlier)}'s._", ""]  # fmt: skip
