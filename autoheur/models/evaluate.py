@@ -92,16 +92,18 @@ def problem_folds(problem_ids: Sequence[str], n_splits: int = 5, seed: int = 0) 
 
 def group_kfold(rs: RankingSet, n_splits: int = 5, seed: int = 0, log=None):
     """(fold, training problem ids, test problem ids) over whole problems, the folds of `problem_folds`; an empty fold
-    (a handful of problems) is skipped, and said so to `log` where one is given."""
+    (a handful of problems), or one that leaves nothing to train on (every problem in it), is skipped, and said so
+    to `log` where one is given."""
     pids = rs.problems
     fold_of = problem_folds(pids, n_splits, seed)
     for fold in range(n_splits):
         test = fold_of == fold
-        if test.any():
+        if test.any() and not test.all():
             yield fold, pids[~test], pids[test]
         elif log is not None:
-            log(f"group_kfold: fold {fold} of {n_splits} holds none of the {len(pids)} problems (folds by a hash of "
-                "the problem id): skipped")  # fmt: skip
+            why = "holds none of" if not test.any() else "holds all of"
+            log(f"group_kfold: fold {fold} of {n_splits} {why} the {len(pids)} problems (folds by a hash of the "
+                "problem id): skipped")  # fmt: skip
 
 
 UNFAMILIED = ("sampled", "unnamed")  # problems of no public model family: never held out as a family

@@ -107,6 +107,9 @@ def train(
     pool = TrainingPool.build(rs, aux_sets)
     aux_sets = a = None  # (`a`: the log's loop above)
     heldout = []
+    if heldout_folds and len(rs.problems) < 2:  # every fold would hold all of it or none: nothing to hold out
+        raise ValueError(f"{data} holds {len(rs.problems)} problem(s): held-out figures need at least 2 (a fold trains "
+                         "on the others); train with --heldout-folds 0, or collect more problems")  # fmt: skip
     if heldout_folds:
         per_problem, _ = run_split(
             "group_kfold", group_kfold(rs, heldout_folds, log=log), rs, rs, [model], log=log, params={model: params},

@@ -987,3 +987,13 @@ def test_predict_in_the_interpreter_ranks_with_the_tuners_model(trained, tmp_pat
     monkeypatch.setattr(sys.modules["autoheur.kernels.validate"], "interpreting", lambda: True)
     assert main([*args, "--device", "h100"]) == 0  # named: that GPU's model, in the interpreter too
     assert json.loads(capsys.readouterr().out)["model_device"] == H100_SXM.name
+
+
+def test_train_on_one_problem_with_held_out_folds_says_what_to_do(mini_of, tmp_path):
+    """Every hash fold holds all of a one-problem dataset or none of it: train said "max() arg is an empty sequence"."""
+    one = mini_of(H100, tmp_path / "one", count=1)
+    with pytest.raises(
+        ValueError, match=r"holds 1 problem\(s\): held-out figures need at least 2 .* --heldout-folds 0"
+    ):
+        train(one, "fixed_list", heldout_folds=5, log=lambda s: None)
+    assert train(one, "fixed_list", heldout_folds=0, log=lambda s: None).meta["heldout"] == []

@@ -258,6 +258,9 @@ def test_an_empty_fold_of_a_small_dataset_is_said_not_skipped_silently():
     assert all("holds none of the 3 problems" in line and "skipped" in line for line in said)
     assert sorted(np.concatenate([test for _, _, test in folds]).tolist()) == ids.tolist()
     assert len(list(group_kfold(SimpleNamespace(problems=ids), 5))) == len(folds)  # no log: the same folds
+    said.clear()  # one problem: its fold would train on nothing (train failed with "max() arg is an empty sequence")
+    assert list(group_kfold(SimpleNamespace(problems=ids[:1]), 5, log=said.append)) == []
+    assert sum("holds all of the 1 problems" in line for line in said) == 1 and len(said) == 5
 
 
 def test_auxiliary_only_names_the_datasets_the_splits_only_train_on():
