@@ -341,7 +341,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = Path(args.data)
     first = Path(os.environ.get("AUTOHEUR_MODELS_DIR") or MODELS_DIR)  # where lookups look first (made if missing)
     out = Path(args.out) if args.out else first / f"{data.name}.joblib"
-    why = _cannot_write(out, "--out")
+    why = _cannot_write(out, "--out" if args.out else "the default --out")
     if why is None and out.suffix == ".json":  # the side-car's name: model and side-car would be one file
         why = f"--out {out}: .json is the model's side-car; give the model a .joblib path"
     if why is None and args.heldout_problems:
@@ -378,20 +378,22 @@ def _lookup_note(out: Path, meta: dict) -> str | None:
     from autoheur.models.artifact import _one_of, _shipped, model_dirs
 
     device, family = meta.get("device", {}).get("name"), meta.get("family", "triton")
+    use = (f"predict --model {out}" if family == "triton"
+           else f"autoheur.inductor.enable(model=TrainedModel.load({str(out)!r}))")  # fmt: skip
     dirs = [d.resolve() for d in model_dirs() if d.is_dir()]
     if out.parent.resolve() not in dirs:
-        return (f"lookups search $AUTOHEUR_MODELS_DIR and models/, not {out.parent}: use it with predict --model "
-                f"{out}, or put it in one of those")  # fmt: skip
+        where = " and ".join(str(d) for d in dirs) or "no directory that exists"
+        return f"lookups search {where}, not {out.parent.resolve()}: use it with {use}, or put it in one of those"
     same = [(path, side) for d in dirs for path, side in _shipped(d, family)
             if isinstance(side.get("device"), dict) and side["device"].get("name") == device]  # fmt: skip
     if same:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the note below says it
-            taken = _one_of(same, device)
+            taken = _one_of(same, device, family)
         if taken.resolve() != out.resolve():
             return (f"lookups for {device!r} take {taken}, not this model (they take the first directory searched "
                     f"that has a model of the GPU, and there the one named for it, else the first by name): use this "
-                    f"one with predict --model {out}, or rename or move the other")  # fmt: skip
+                    f"one with {use}, or rename or move the other")  # fmt: skip
     return None
 
 

@@ -24,6 +24,7 @@ from autoheur.collect.runner import CollectOptions
 from autoheur.collect.schema import Metadata, problem_from_row, problem_id, rows_for
 from autoheur.collect.store import PAST, DatasetStore, check_retime_metadata
 from autoheur.collect.timing import RETIME_SPREAD, Timer, WallTimer
+from autoheur.device import INTERPRETER_NAME
 from autoheur.kernels.validate import interpreting
 from autoheur.problem import Problem
 
@@ -249,6 +250,9 @@ def _remeasure(
     if store.meta.family != "triton":
         raise ValueError(f"{root} holds the {store.meta.family!r} family: {kind} measures the 'triton' family only")
     if not (torch.cuda.is_available() or interpreting()):  # else the fingerprint names the interpreter, not set
+        if store.meta.device_name == INTERPRETER_NAME:
+            raise ValueError(f"{root} was collected in the Triton interpreter: set TRITON_INTERPRET=1 to run data "
+                             f"{kind} there too")  # fmt: skip
         raise ValueError(f"no CUDA GPU here: run data {kind} on the GPU that collected {root} "
                          f"({store.meta.device_name})")  # fmt: skip
     meta = replace(runner.dataset_metadata(0, "triton"), configs=store.meta.configs)  # a trial stays one

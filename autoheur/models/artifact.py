@@ -288,6 +288,8 @@ def build_meta(
         "params": ranker.get_params(),
         "objective": getattr(ranker, "objective_", None),
         "objective_selection": {k: list(v) for k, v in getattr(ranker, "selection_", {}).items()},
+        "hedge": getattr(ranker, "hedge_", 0),
+        "hedge_selection": {str(k): list(v) for k, v in getattr(ranker, "hedge_selection_", {}).items()},
         "feature_names": list(FEATURE_NAMES),
         "features_hash": features_hash(),
         "space_hash": expected_space_hash(family) if space_hash is None else space_hash,
@@ -343,6 +345,8 @@ def model_dirs() -> list[Path]:
     extra = os.environ.get("AUTOHEUR_MODELS_DIR")
     if extra and not Path(extra).is_dir():
         _warn_missing_models_dir(extra)
+    if extra and Path(extra).resolve() == MODELS_DIR.resolve():  # the shipped directory named again: once
+        extra = None
     return ([Path(extra)] if extra else []) + [MODELS_DIR]
 
 
@@ -377,7 +381,7 @@ def model_for_device(
     own = [(path, side) for path, side in models
            if isinstance(side.get("device"), dict) and side["device"].get("name") == device_name]  # fmt: skip
     if own:
-        path = _one_of(own, device_name)
+        path = _one_of(own, device_name, family)
         model = TrainedModel.load(path)
         check_side_car(model.meta, dict(own)[path], path, device_name, family)
         return model, f"model {path.name} (trained on {device_name})"
@@ -404,26 +408,33 @@ def model_for_device(
     return None, f"no shipped model for {device_name!r} (have: {have}{bad}{why}); using the best fixed list of 10"
 
 
-def _one_of(own: list[tuple[Path, dict]], device_name: str) -> Path:
-    """Of the models trained on `device_name` (in lookup order), the one a lookup takes: in the first directory that
-    has any, the one named for the GPU (`<device-slug>.joblib`, what `autoheur train --data data/<device-slug>`
-    writes), else the first by name. Several there: one warning a process names them all and the one taken, since
-    a model trained on another dataset of the GPU (e.g. a small trial) would otherwise stand in for it unsaid."""
+def model_stem(device_name: str, family: str = "triton") -> str:
+    """The file stem of a GPU's own model of `family`: `<device-slug>` (autoheur's kernel), `inductor-<device-slug>`
+    (Inductor's grid): what `autoheur train --data data/<that stem>` writes, and what a lookup prefers."""
+    return ("" if family == "triton" else f"{family}-") + device_slug(device_name)
+
+
+def _one_of(own: list[tuple[Path, dict]], device_name: str, family: str = "triton") -> Path:
+    """Of the models of `family` trained on `device_name` (in lookup order), the one a lookup takes: in the first
+    directory that has any, the one named for the GPU (`model_stem`), else the first by name. Several there: one
+    warning a process names them all and the one taken, since a model trained on another dataset of the GPU (e.g. a
+    small trial) would otherwise stand in for it unsaid."""
     first = [path for path, _ in own if path.parent == own[0][0].parent]
-    named = [path for path in first if path.stem == device_slug(device_name)]
+    named = [path for path in first if path.stem == model_stem(device_name, family)]
     chosen = (named or first)[0]
     if len(first) > 1:
-        _warn_several_models(tuple(str(p) for p in first), str(chosen), device_name)
+        _warn_several_models(tuple(str(p) for p in first), str(chosen), device_name, family)
     return chosen
 
 
 @functools.cache
-def _warn_several_models(paths: tuple[str, ...], chosen: str, device_name: str) -> None:
-    names, slug = ", ".join(Path(p).name for p in paths), device_slug(device_name)
-    why = "the one named for the GPU" if Path(chosen).stem == slug else "the first by name"
+def _warn_several_models(paths: tuple[str, ...], chosen: str, device_name: str, family: str) -> None:
+    names, stem = ", ".join(Path(p).name for p in paths), model_stem(device_name, family)
+    why = "the one named for the GPU" if Path(chosen).stem == stem else "the first by name"
     warnings.warn(
-        f"{Path(chosen).parent} holds {len(paths)} models trained on {device_name!r} ({names}): using "
-        f"{Path(chosen).name}, {why}. To use another, name it {slug}.joblib (with its .json) or move the others out",
+        f"{Path(chosen).parent} holds {len(paths)} models of the {family!r} family trained on {device_name!r} "
+        f"({names}): using {Path(chosen).name}, {why}. To use another, name it {stem}.joblib (with its .json) or move "
+        "the others out",
         stacklevel=4,
     )
 

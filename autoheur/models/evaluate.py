@@ -131,7 +131,7 @@ def _score(
     pp.insert(0, "fold", str(fold))
     pp.insert(0, "split", split)
     pp["device"] = test.device.get("name")
-    extra = {"fit_s": fit_s, "objective": getattr(model, "objective_", None)}
+    extra = {"fit_s": fit_s, "objective": getattr(model, "objective_", None), "hedge": getattr(model, "hedge_", None)}
     ids = train.frame["problem_id"] if rows is None else train.frame["problem_id"][rows]
     log(f"  {split} fold {fold}: {name} fit in {fit_s:.1f} s on {ids.nunique()} problems")
     return pp, extra
@@ -176,6 +176,11 @@ def run_split(
             fits.append({"split": split, "fold": str(fold), "model": name, **extra})
             model = None  # a model may hold its training rows (nearest): let it go before the next one fits
         test = None  # let this fold's test set go before the next one's is taken
+    if not rows:  # e.g. a handful of problems, all in one hash fold: said, not pandas' "No objects to concatenate"
+        raise ValueError(
+            f"{split}: no fold has both problems to train on and problems to hold out (the training set "
+            f"has {len(rs_train.problems)} problem(s)): collect more problems, or leave out this split"
+        )
     return pd.concat(rows, ignore_index=True), fits
 
 
@@ -351,18 +356,19 @@ def tuning_cost(
     whole = pd.Series((t + FLUSH_LAUNCH_MS) * runs / 1e3).groupby(f["problem_id"].to_numpy()).sum()
     n = f.groupby("problem_id", observed=True).size()
     best = f.groupby("problem_id", observed=True)["median_ms"].min()
-    topk_time = k * (best + FLUSH_LAUNCH_MS) * TOPK_RUNS / 1e3  # the top k run near the best
+    listed = np.minimum(n, k)  # a problem of k configs or fewer autotunes them all: its whole space
+    topk_time = listed * (best + FLUSH_LAUNCH_MS) * TOPK_RUNS / 1e3  # the top k run near the best
+    whole_s = whole + n * compile_core_s / cores
+    topk_s = (topk_time + np.ceil(listed / cores) * compile_core_s).where(n > k, whole_s)
     rows = [
-        {"method": f"top-{k}", "configs": float(np.minimum(n, k).mean()),
-         "est_seconds": float((topk_time + np.ceil(k / cores) * compile_core_s).mean())},
-        {"method": "whole space", "configs": float(n.mean()),
-         "est_seconds": float((whole + n * compile_core_s / cores).mean())},
-    ]  # fmt: skip
+        {"method": f"top-{k}", "configs": float(listed.mean()), "est_seconds": float(topk_s.mean())},
+        {"method": "whole space", "configs": float(n.mean()), "est_seconds": float(whole_s.mean())},
+    ]
     out = pd.DataFrame(rows)
     out["note"] = ["brief autotune of the predicted list", "exhaustive autotune (collection protocol)"]
     configs = (
-        f"Configs: per problem, the mean over the dataset's {len(n)} problems (a problem of fewer than {k} rows "
-        "autotunes them all)"
+        f"Configs: per problem, the mean over the dataset's {len(n)} problems (a problem of {k} rows or fewer "
+        "autotunes them all, at the whole space's cost)"
     )
     if family == "inductor":
         out["est_seconds"] = np.nan

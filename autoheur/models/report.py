@@ -332,8 +332,8 @@ def _same_note(ctx: _Context, pp: pd.DataFrame) -> list[str]:
                     " by construction where every config is a row of every problem: the greedy list's first pick is "
                     "then the config of the best geomean efficiency, fixed_best's own"
                 )
-            lines += [f"_{_cell(model)}'s {label} figures are {_cell(earlier)}'s on every problem{why}; in the "
-                      f"{label} CDF its line is drawn dotted over {_cell(earlier)}'s._", ""]  # fmt: skip
+            drawn = f"; in the {label} CDF its line is drawn dotted over {_cell(earlier)}'s" if ctx.plt else ""
+            lines += [f"_{_cell(model)}'s {label} figures are {_cell(earlier)}'s on every problem{why}{drawn}._", ""]
     return lines
 
 

@@ -107,15 +107,18 @@ def train(
     pool = TrainingPool.build(rs, aux_sets)
     aux_sets = a = None  # (`a`: the log's loop above)
     heldout = []
-    if heldout_folds and len(rs.problems) < 2:  # every fold would hold all of it or none: nothing to hold out
-        raise ValueError(f"{data} holds {len(rs.problems)} problem(s): held-out figures need at least 2 (a fold trains "
-                         "on the others); train with --heldout-folds 0, or collect more problems")  # fmt: skip
+    folds = list(group_kfold(rs, heldout_folds, log=log)) if heldout_folds else []
+    if heldout_folds and not folds:  # every problem in one hash fold (one problem, or a few): nothing to hold out
+        raise ValueError(f"{data} holds {len(rs.problems)} problem(s), all in one of the {heldout_folds} hash folds: "
+                         "held-out figures need problems in two folds at least (a fold trains on the others); train "
+                         "with --heldout-folds 0, or collect more problems")  # fmt: skip
     if heldout_folds:
         per_problem, _ = run_split(
-            "group_kfold", group_kfold(rs, heldout_folds, log=log), rs, rs, [model], log=log, params={model: params},
-            pool=pool,
+            "group_kfold", iter(folds), rs, rs, [model], log=log, params={model: params}, pool=pool
         )  # fmt: skip
-        heldout = summarize_splits(per_problem).drop(columns=["split"]).round(4).to_dict("records")
+        summary = summarize_splits(per_problem)
+        summary = summary[summary["n_problems"] > 0]  # a subset with no problem (design_unseen): no figures, no NaN
+        heldout = summary.drop(columns=["split"]).round(4).to_dict("records")
         if heldout_problems:
             Path(heldout_problems).parent.mkdir(parents=True, exist_ok=True)
             per_problem.to_csv(heldout_problems, index=False)

@@ -220,7 +220,8 @@ def test_of_several_models_of_a_gpu_the_one_named_for_it_is_taken_and_all_are_na
         warnings.simplefilter("error")  # one model of the GPU: no warning
         assert "model aa-trial.joblib" in artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)[1]
     put("zz-trial")
-    with pytest.warns(UserWarning, match=r"holds 2 models .*\(aa-trial.joblib, zz-trial.joblib\): using aa-trial"
+    with pytest.warns(UserWarning, match=r"holds 2 models of the 'triton' family .*\(aa-trial.joblib, "
+                                         r"zz-trial.joblib\): using aa-trial"
                                          r".joblib, the first by name\. To use another, name it "
                                          r"nvidia-h100-80gb-hbm3\.joblib"):  # fmt: skip
         assert "model aa-trial.joblib" in artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)[1]
@@ -228,6 +229,13 @@ def test_of_several_models_of_a_gpu_the_one_named_for_it_is_taken_and_all_are_na
     with pytest.warns(UserWarning, match="holds 3 models .*: using nvidia-h100-80gb-hbm3.joblib, the one named for"):
         found, how = artifact.model_for_device("NVIDIA H100 80GB HBM3", tmp_path)
     assert found is not None and "model nvidia-h100-80gb-hbm3.joblib" in how
+    grid = tmp_path / "grid"  # an Inductor-grid model is named inductor-<device-slug>: that one, not a trial's
+    grid.mkdir()
+    for stem in ("aa-trial", "inductor-nvidia-h200"):
+        for suffix in (".joblib", ".json"):
+            shutil.copy(artifact.MODELS_DIR / f"inductor-nvidia-h200{suffix}", grid / f"{stem}{suffix}")
+    with pytest.warns(UserWarning, match="'inductor' family .*: using inductor-nvidia-h200.joblib, the one named for"):
+        assert "inductor-nvidia-h200.joblib" in artifact.model_for_device("NVIDIA H200", grid, family="inductor")[1]
 
 
 def test_train_writes_where_lookups_look_and_says_when_another_model_is_taken(trained, tmp_path, monkeypatch, capsys):
@@ -259,8 +267,10 @@ def test_train_writes_where_lookups_look_and_says_when_another_model_is_taken(tr
     out = capsys.readouterr().out
     assert (own / "nvidia-h100-80gb-hbm3.joblib").exists() and "note:" not in out
     elsewhere = tmp_path / "elsewhere" / "m.joblib"
-    assert cli._lookup_note(elsewhere, model.meta).startswith(f"lookups search $AUTOHEUR_MODELS_DIR and models/, not "
-                                                               f"{elsewhere.parent}")  # fmt: skip
+    note = cli._lookup_note(elsewhere, model.meta)
+    assert note.startswith(f"lookups search {own} and {shipped}, not {elsewhere.parent}: use it with predict --model")
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(shipped))  # the shipped directory named twice: searched once
+    assert artifact.model_dirs() == [shipped]
 
 
 def test_a_gpu_without_a_model_borrows_the_nearest_of_its_architecture(trained, tmp_path, monkeypatch):
@@ -992,8 +1002,14 @@ def test_predict_in_the_interpreter_ranks_with_the_tuners_model(trained, tmp_pat
 def test_train_on_one_problem_with_held_out_folds_says_what_to_do(mini_of, tmp_path):
     """Every hash fold holds all of a one-problem dataset or none of it: train said "max() arg is an empty sequence"."""
     one = mini_of(H100, tmp_path / "one", count=1)
-    with pytest.raises(
-        ValueError, match=r"holds 1 problem\(s\): held-out figures need at least 2 .* --heldout-folds 0"
-    ):
+    with pytest.raises(ValueError, match=r"holds 1 problem\(s\), all in one of the 5 hash folds: .* --heldout-folds 0"):
         train(one, "fixed_list", heldout_folds=5, log=lambda s: None)
     assert train(one, "fixed_list", heldout_folds=0, log=lambda s: None).meta["heldout"] == []
+
+
+def test_train_keeps_no_figures_of_an_empty_subset(trained):
+    """design_unseen is a row of 0 problems in eval's summaries where no problem is unseen; train's held-out records
+    wrote it as NaN into the side-car (which strict JSON readers refuse) and printed 'nan' lines."""
+    model, path = trained
+    assert model.meta["heldout"] and all(row["n_problems"] > 0 for row in model.meta["heldout"])
+    assert "NaN" not in path.with_suffix(".json").read_text()

@@ -69,6 +69,17 @@ def test_tuning_cost_gives_no_seconds_for_inductors_template_and_counts_a_short_
     cost = tuning_cost(rs, family="inductor").set_index("method")
     assert cost.loc["top-10", "configs"] == (10 * (len(pids) - 1) + 4) / len(pids)
     assert cost["est_seconds"].isna().all() and "does not apply" in cost.attrs["basis"]
+    one = tuning_cost(rs.subset(pids[:1])).set_index("method")  # 4 configs: its top 10 is those 4, no dearer
+    assert one.loc["top-10", "configs"] == one.loc["whole space", "configs"] == 4
+    assert one.loc["top-10", "est_seconds"] <= one.loc["whole space", "est_seconds"]
+
+
+def test_a_split_with_no_fold_to_hold_out_says_so(h100_slice):
+    from autoheur.models.evaluate import run_split
+
+    two = h100_slice.subset(h100_slice.problems[:2])
+    with pytest.raises(ValueError, match="group_kfold: no fold has both problems to train on and problems to hold"):
+        run_split("group_kfold", iter([]), two, two, ["fixed_list"], log=lambda s: None)
 
 
 def _other_device(rs, name="NVIDIA H200"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import sys
@@ -191,6 +192,12 @@ def test_a_model_whose_figures_are_another_ones_is_said_so_and_drawn_apart(tmp_p
     text = write_report(pp, _summary(pp), tmp_path, title="t", meta={}).read_text()
     note = "_fixed_best's top-1 figures are fixed_list's on every problem by construction"  # the later of MODELS
     assert text.count(note) == len(SPLITS) and "best-of-10 figures are" not in text
+    assert ("drawn dotted" in text) == (importlib.util.find_spec("matplotlib") is not None)
+    with pytest.MonkeyPatch.context() as mp:  # no plots: no line said to be drawn
+        mp.setitem(sys.modules, "matplotlib", None)
+        mp.setitem(sys.modules, "matplotlib.pyplot", None)
+        bare = write_report(pp, _summary(pp), tmp_path / "bare", title="t", meta={}).read_text()
+    assert bare.count(note) == len(SPLITS) and "drawn dotted" not in bare
     pp.loc[same & (pp["problem_id"] == "p3") & (pp["split"] == "lomo"), "eff_top1"] = 0.123  # one problem apart
     text = write_report(pp, _summary(pp), tmp_path, title="t", meta={}).read_text()
     assert text.count(note) == len(SPLITS) - 1
