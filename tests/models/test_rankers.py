@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from autoheur.features import FEATURE_NAMES
+from autoheur.models import rankers as rankers_mod
 from autoheur.models.data import RankingSet
 from autoheur.models.metrics import evaluate, summarize
 from autoheur.models.rankers import (
@@ -693,3 +694,48 @@ def test_distinct_tail_fills_the_last_slots_with_the_next_configs_that_are_no_tw
 def test_distinct_after_must_be_a_count_of_slots(bad, h100_slice):
     with pytest.raises(ValueError, match="distinct_after"):
         XGBRankerModel(experts=(), n_estimators=2, distinct_after=bad).fit(h100_slice.subset(h100_slice.problems[:4]))
+
+
+def test_a_hedge_fills_the_last_slots_from_the_fixed_list(h100_slice):
+    """hedge = h: each problem's top 10 is the model's best 10 - h, then the training set's fixed list of 10 (in its
+    order) less the configs already listed; every other config keeps its score. 0: the plain order."""
+    from autoheur.models.baselines import FixedList
+
+    pids = h100_slice.problems
+    train, test = h100_slice.subset(pids[:20]), h100_slice.subset(pids[20:])
+    m = XGBRankerModel(experts=(), n_estimators=20, max_depth=3, n_jobs=1, hedge=0).fit(train)
+    assert m.hedge_ == 0 and m.hedge_keys_ == []
+    plain = m.predict(test)
+    listed = FixedList(10).fit(train).list_
+    m.hedge_keys_ = rankers_mod.hedge_keys(train)
+    assert len(m.hedge_keys_) == 10 == len(set(m.hedge_keys_))
+    changed = 0
+    for h in (4, 9):
+        m.hedge_ = h
+        hedged = m.predict(test)
+        ids = test.frame["config_id"].astype(str).to_numpy()
+        for idx in test.frame.groupby("problem_id", sort=False).indices.values():
+            order = idx[np.argsort(-plain[idx], kind="stable")]
+            want = list(order[: 10 - h])
+            for c in listed:
+                rows = [i for i in idx if ids[i] == c]
+                if len(want) < 10 and rows and rows[0] not in want:
+                    want.append(rows[0])
+            got = idx[np.argsort(-hedged[idx], kind="stable")]
+            assert list(got[: len(want)]) == want
+            rest = np.setdiff1d(idx, want)
+            np.testing.assert_array_equal(hedged[rest], plain[rest])
+            changed += want != list(order[: len(want)])
+    assert changed  # the list and the model disagree somewhere in the slice
+
+
+def test_hedge_auto_picks_on_inner_folds_and_bad_hedges_are_refused(h100_slice):
+    train = h100_slice.subset(h100_slice.problems[:16])
+    m = XGBRankerModel(experts=(), objective="rank:ndcg", hedge="auto", n_estimators=10, max_depth=3, n_jobs=1)
+    m.fit(train)
+    assert set(m.hedge_selection_) == set(rankers_mod.HEDGES)
+    assert m.hedge_ == max(m.hedge_selection_, key=m.hedge_selection_.get)
+    assert (m.hedge_keys_ != []) == (m.hedge_ != 0)
+    for bad in (-1, 10, 2.5, True, "4"):
+        with pytest.raises(ValueError, match="hedge="):
+            XGBRankerModel(experts=(), n_estimators=2, hedge=bad).fit(train)
