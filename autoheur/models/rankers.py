@@ -567,7 +567,7 @@ class XGBRankerModel(_Boosted):
     # on the Inductor grid of the H100, whose small kernels (8-44 us) time noisily, the model alone lost to the best
     # fixed list over all problems (GroupKFold best-of-10 0.9498 / P10 0.837 against 0.9540 / 0.880), every loss a
     # small kernel; on the dev CV (the inner 5-fold, two seeds, of that GroupKFold's first fold's training problems,
-    # 116 problems) a hedge of 4 read 0.9684 / 0.962 against the model's 0.9586 / 0.930 and the list's 0.9662 / 0.950,
+    # 113 problems) a hedge of 4 read 0.9684 / 0.962 against the model's 0.9586 / 0.930 and the list's 0.9662 / 0.950,
     # and on the H200's grid 0.9966 / 0.995 against the model's 0.9986 / 0.998 (BENCHMARKS.md, "Learned ranking", stop
     # 81): so the choice is the data's, per fit. 0 (the default): the model's order as it is.
     hedge: int | str = 0
