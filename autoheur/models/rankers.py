@@ -240,6 +240,8 @@ class XGBRankerModel(_Boosted):
         # a kind no training problem had goes to the expert of the most problems (never an error at inference)
         self.fallback_ = max(problems, key=lambda e: problems[e])
         self.objective_ = self.experts_[self.fallback_].objective_
+        self.hedge_ = self.experts_[self.fallback_].hedge_  # recorded as objective_ is; each expert hedges its own
+        self.hedge_selection_ = getattr(self.experts_[self.fallback_], "hedge_selection_", {})
         total = sum(problems.values())
         self.feature_importances_ = {
             f: sum(problems[e] * m.feature_importances_[f] for e, m in self.experts_.items()) / total
@@ -307,7 +309,8 @@ class XGBRankerModel(_Boosted):
             raise ValueError(f"distinct_after={after!r}: expected a count of list slots (0: off)")
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
-        if self.hedge != "auto" and (isinstance(self.hedge, bool) or self.hedge not in range(HEDGE_SLOTS)):
+        integral = isinstance(self.hedge, numbers.Integral) and not isinstance(self.hedge, bool)
+        if self.hedge != "auto" and not (integral and 0 <= self.hedge < HEDGE_SLOTS):
             raise ValueError(f"hedge={self.hedge!r}: expected 'auto' or a count of list slots, 0 to {HEDGE_SLOTS - 1}")
         own = train if within is None else rows_of(train, np.flatnonzero(within))
         if self.objective == "auto":
@@ -816,15 +819,20 @@ def hedge_keys(train: RankingSet) -> list[int]:
 
 
 def select_hedge(model: XGBRankerModel, train: RankingSet, objective: str, folds: int = 5) -> dict[int, tuple]:
-    """hedge -> (best-of-10 geomean, P10) over an inner GroupKFold of `train`'s problems: one fit of `objective` an
-    inner fold, each hedge of HEDGES scored on its predictions. Five folds, not select_objective's two: the hedge
-    turns on a few small kernels, and two folds of the H100 grid's 145 problems read 0.9753 against 0.9721 for no
-    hedge where the dev CV's five folds on two seeds read 0.9586 against 0.9684 (BENCHMARKS.md, stop 81)."""
+    """hedge -> (best-of-10 geomean, P10) over an inner GroupKFold of `train`'s problems (at most one fold a
+    problem; fewer than 2 problems: no hedge, unscored): one fit of `objective` an inner fold, each hedge of HEDGES
+    scored on its predictions. Five folds, not select_objective's two, for a steadier pick: the hedge turns on a few
+    small kernels, and two folds of the H100 grid's 145 problems read no hedge 0.9753, a hedge of 4 0.9721, where the
+    dev CV's ten fold-reads had 0.9586 and 0.9684. (Five folds on those 145 still pick none, 0.9556 against 0.9541;
+    the two-fold version read better outer figures: BENCHMARKS.md, stop 81, keeps both.)"""
     from sklearn.model_selection import GroupKFold
 
     from autoheur.models.metrics import evaluate, summarize
 
     pids = train.problems
+    folds = min(folds, len(pids))
+    if folds < 2:
+        return {0: (None, None)}
     frames: dict[int, list] = {h: [] for h in HEDGES}
     splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=model.random_state)
     for tr, te in splitter.split(pids, groups=pids):

@@ -729,6 +729,20 @@ def test_a_hedge_fills_the_last_slots_from_the_fixed_list(h100_slice):
     assert changed  # the list and the model disagree somewhere in the slice
 
 
+def test_hedge_auto_takes_the_inner_cvs_best(h100_slice, monkeypatch):
+    seen = []
+
+    def fake(model, train, objective, folds=5):
+        seen.append(set(train.problems))
+        return {0: (0.95, 0.90), 4: (0.96, 0.80)}  # geomean first, then P10
+
+    monkeypatch.setattr(rankers_mod, "select_hedge", fake)
+    train = h100_slice.subset(h100_slice.problems[:12])
+    m = XGBRankerModel(experts=(), objective="rank:ndcg", hedge="auto", n_estimators=5, max_depth=3, n_jobs=1)
+    m.fit(train)
+    assert m.hedge_ == 4 and len(m.hedge_keys_) == 10 and seen == [set(train.problems)]
+
+
 def test_hedge_auto_picks_on_inner_folds_and_bad_hedges_are_refused(h100_slice):
     train = h100_slice.subset(h100_slice.problems[:16])
     m = XGBRankerModel(experts=(), objective="rank:ndcg", hedge="auto", n_estimators=10, max_depth=3, n_jobs=1)
@@ -736,6 +750,14 @@ def test_hedge_auto_picks_on_inner_folds_and_bad_hedges_are_refused(h100_slice):
     assert set(m.hedge_selection_) == set(rankers_mod.HEDGES)
     assert m.hedge_ == max(m.hedge_selection_, key=m.hedge_selection_.get)
     assert (m.hedge_keys_ != []) == (m.hedge_ != 0)
-    for bad in (-1, 10, 2.5, True, "4"):
+    for bad in (-1, 10, 2.5, 4.0, True, "4"):
         with pytest.raises(ValueError, match="hedge="):
             XGBRankerModel(experts=(), n_estimators=2, hedge=bad).fit(train)
+    for n in (1, 3):  # fewer problems than inner folds (an Inductor fit of a handful): fits, a fold a problem at most
+        small = XGBRankerModel(experts=(), objective="rank:ndcg", hedge="auto", n_estimators=5, max_depth=3, n_jobs=1)
+        small.fit(h100_slice.subset(h100_slice.problems[:n]))
+        assert small.hedge_ in rankers_mod.HEDGES and (n > 1) == (
+            set(small.hedge_selection_) == set(rankers_mod.HEDGES)
+        )
+    experts = XGBRankerModel(objective="rank:ndcg", hedge=4, n_estimators=5, max_depth=3, n_jobs=1).fit(h100_slice)
+    assert experts.experts_ and experts.hedge_ == 4 and all(e.hedge_ == 4 for e in experts.experts_.values())
