@@ -60,8 +60,8 @@ def cmd_space(args: argparse.Namespace) -> int:
 
 
 class _Given(argparse.Action):
-    """Stores the value as `store` does and records that the option was given (`_given(args)`): a workload option
-    beside --shapes is refused, where its default would not be."""
+    """Stores the value as `store` does and records the option's name in `args._given`: a workload option given
+    beside --shapes (or --layouts/--dtypes beside a fixed workload) is refused, where its default would not be."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
