@@ -140,9 +140,13 @@ def test_refine_end_to_end_after_a_retime(tmp_path):
     retimed = store.read()
     summary = passes.refine(root, CollectOptions(reps=4, workers=1), within=1e9, top=2, log=quiet)
     assert summary["kind"] == "refine" and summary["done"] == 2
-    picks = {pid: set(passes.configs_to_refine(store.read_problem(pid, retimed=["retime"]), 1e9, 2)) for pid in
-             store.parts()}  # fmt: skip
-    assert summary["configs"] == sum(map(len, picks.values())) == 4
+    rows = {pid: store.read_problem(pid, retimed=["retime"]) for pid in store.parts()}
+    picks = {pid: set(passes.configs_to_refine(r, 1e9, 2)) for pid, r in rows.items()}
+    # the two fastest ok configs a problem; in the interpreter a config may be censored (its first run over 2x the
+    # best: a busy CPU host), so a problem may have one ok config only (once 3 in all, on CI-like load, not 4)
+    n_ok = {pid: r.column("status").to_pylist().count("ok") for pid, r in rows.items()}
+    assert all(len(picks[pid]) == min(2, n_ok[pid]) >= 1 for pid in rows)
+    assert summary["configs"] == sum(map(len, picks.values())) >= len(rows)
     assert store.read(retimed=["retime"]).equals(retimed)  # the earlier passes stay on disk, untouched
     now = store.read()
     assert len(now) == len(retimed)
