@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import sys
-import warnings
 from pathlib import Path
 
 # The workloads whose problems --layouts and --dtypes do not choose (their layouts and dtypes are the models' own)
@@ -375,7 +374,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _lookup_note(out: Path, meta: dict) -> str | None:
     """What a user must know for `predict` and the run time to take a model just saved at `out`: that its directory
     is not one the lookups search, or that another model of the same GPU there is taken first."""
-    from autoheur.models.artifact import _one_of, _shipped, model_dirs
+    from autoheur.models.artifact import lookup_path, model_dirs
 
     device, family = meta.get("device", {}).get("name"), meta.get("family", "triton")
     use = (f"predict --model {out}" if family == "triton"
@@ -384,16 +383,11 @@ def _lookup_note(out: Path, meta: dict) -> str | None:
     if out.parent.resolve() not in dirs:
         where = " and ".join(str(d) for d in dirs) or "no directory that exists"
         return f"lookups search {where}, not {out.parent.resolve()}: use it with {use}, or put it in one of those"
-    same = [(path, side) for d in dirs for path, side in _shipped(d, family)
-            if isinstance(side.get("device"), dict) and side["device"].get("name") == device]  # fmt: skip
-    if same:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the note below says it
-            taken = _one_of(same, device, family)
-        if taken.resolve() != out.resolve():
-            return (f"lookups for {device!r} take {taken}, not this model (they take the first directory searched "
-                    f"that has a model of the GPU, and there the one named for it, else the first by name): use this "
-                    f"one with {use}, or rename or move the other")  # fmt: skip
+    taken = lookup_path(device, family)
+    if taken is not None and taken.resolve() != out.resolve():
+        return (f"lookups for {device!r} take {taken}, not this model (they take the first directory searched that "
+                f"has a model of the GPU, and there the one named for it, else the first by name): use this one with "
+                f"{use}, or rename or move the other")  # fmt: skip
     return None
 
 

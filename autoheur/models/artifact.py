@@ -378,8 +378,7 @@ def model_for_device(
     BENCHMARKS.md, stops 61 and 79). The borrowed model's message says so; the caller warns with it."""
     unreadable: list[str] = []
     models = _models_in(directory, family, unreadable)
-    own = [(path, side) for path, side in models
-           if isinstance(side.get("device"), dict) and side["device"].get("name") == device_name]  # fmt: skip
+    own = _trained_on(models, device_name)
     if own:
         path = _one_of(own, device_name, family)
         model = TrainedModel.load(path)
@@ -408,13 +407,28 @@ def model_for_device(
     return None, f"no shipped model for {device_name!r} (have: {have}{bad}{why}); using the best fixed list of 10"
 
 
+def _trained_on(models: list[tuple[Path, dict]], device_name: str) -> list[tuple[Path, dict]]:
+    """Those of (model file, side-car) pairs whose side-car names `device_name` as the GPU it was trained on."""
+    return [(path, side) for path, side in models
+            if isinstance(side.get("device"), dict) and side["device"].get("name") == device_name]  # fmt: skip
+
+
+def lookup_path(device_name: str, family: str = "triton") -> Path | None:
+    """The file `model_for_device(device_name, family=family)` would take of the GPU's own models (none: None), read
+    from the side-cars alone: no model loaded, no warning (`train`'s note after a save)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unreadable side-car: said by the lookups themselves
+        own = _trained_on(_models_in(None, family, []), device_name)
+    return _one_of(own, device_name, family, warn=False) if own else None
+
+
 def model_stem(device_name: str, family: str = "triton") -> str:
     """The file stem of a GPU's own model of `family`: `<device-slug>` (autoheur's kernel), `inductor-<device-slug>`
     (Inductor's grid): what `autoheur train --data data/<that stem>` writes, and what a lookup prefers."""
     return ("" if family == "triton" else f"{family}-") + device_slug(device_name)
 
 
-def _one_of(own: list[tuple[Path, dict]], device_name: str, family: str = "triton") -> Path:
+def _one_of(own: list[tuple[Path, dict]], device_name: str, family: str = "triton", warn: bool = True) -> Path:
     """Of the models of `family` trained on `device_name` (in lookup order), the one a lookup takes: in the first
     directory that has any, the one named for the GPU (`model_stem`), else the first by name. Several there: one
     warning a process names them all and the one taken, since a model trained on another dataset of the GPU (e.g. a
@@ -422,7 +436,7 @@ def _one_of(own: list[tuple[Path, dict]], device_name: str, family: str = "trito
     first = [path for path, _ in own if path.parent == own[0][0].parent]
     named = [path for path in first if path.stem == model_stem(device_name, family)]
     chosen = (named or first)[0]
-    if len(first) > 1:
+    if warn and len(first) > 1:  # (once a process: the warning is cached, so a silent caller passes warn=False)
         _warn_several_models(tuple(str(p) for p in first), str(chosen), device_name, family)
     return chosen
 
