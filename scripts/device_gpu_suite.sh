@@ -30,6 +30,8 @@ else
     export PYTHONPATH=$PWD
 fi
 export TRITON_CACHE_DIR=$PWD/.cache/triton PYTHONUNBUFFERED=1
+# what the process does after its summary (stop 81's slow exit): scripts/pytest_exit_trace.py, into $OUT
+export PYTHONPATH=$PYTHONPATH:$PWD/scripts EXIT_TRACE=$OUT/$NAME.exit.txt
 {
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
     nproc
@@ -39,8 +41,9 @@ export TRITON_CACHE_DIR=$PWD/.cache/triton PYTHONUNBUFFERED=1
 } >> "$OUT/gpu_tests_env.txt" 2>&1
 # SIGINT at the limit: pytest still prints its summary, which names the failures (-rfEs; a SIGTERM'd run names none)
 timeout -s INT -k 20 "$LIMIT" python3 -m pytest "${PATHS[@]}" -q -rfEs --durations=15 -p no:cacheprovider \
-    > "$OUT/$NAME.log" 2>&1
+    -p pytest_exit_trace > "$OUT/$NAME.log" 2>&1
 rc=$?
 echo "exit $rc" >> "$OUT/$NAME.log"
+date +"exited at %T" >> "$OUT/$NAME.exit.txt"
 tail -25 "$OUT/$NAME.log"
 exit $rc
