@@ -120,6 +120,9 @@ def operand_ok(t: torch.Tensor) -> bool:
 def _check_tensor(x, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.is_nested:  # no sizes or strides to read: torch's own error is an internal one
+        fix = "a 1D tensor" if name == "offs" else f"torch.cat({name}.unbind()) and the pieces' cumulative sizes"
+        raise TypeError(f"{name} is a nested tensor: the kernel reads dense (strided) ones; pass {fix} as int32 offs")
     if x.layout != torch.strided:
         raise TypeError(f"{name} is a {x.layout} tensor: the kernel reads dense (strided) ones; pass {name}.to_dense()")
     return x

@@ -108,6 +108,26 @@ CASES = [
         TypeError,
         r"^offs is a torch\.sparse_coo tensor",
     ),
+    case(  # torch's own error for a strided nested tensor is "Internal error: NestedTensorImpl doesn't support sizes"
+        "a-nested",
+        lambda d: _with(Ragged.NONE, d, a=torch.nested.nested_tensor([_b((24, 40), d)] * 4)),
+        TypeError,
+        r"^a is a nested tensor: the kernel reads dense \(strided\) ones; pass torch\.cat\(a\.unbind\(\)\)",
+    ),
+    case(
+        "a-jagged",
+        lambda d: _with(
+            Ragged.M, d, a=torch.nested.as_nested_tensor([_b((5, 40), d), _b((27, 40), d)], layout=torch.jagged)
+        ),
+        TypeError,
+        r"^a is a nested tensor",
+    ),
+    case(
+        "offs-nested",
+        lambda d: _with(Ragged.M, d, offs=torch.nested.nested_tensor([offsets(ends(), d)])),
+        TypeError,
+        r"^offs is a nested tensor: .*; pass a 1D tensor as int32 offs",
+    ),
     case(
         "config-str",
         lambda d: _with(Ragged.M, d, config=OK_CONFIG.config_id),
