@@ -14,6 +14,9 @@ from autoheur.kernels.config import Ragged
 
 LAYOUTS = {"2d3d": Ragged.M, "3d2d": Ragged.N, "2d2d": Ragged.K, "3d3d": Ragged.NONE}
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+# The largest group count, extent or ragged total: offsets are int32 (torch._grouped_mm's), and datasets store group
+# counts and sizes so. A larger value would fail only when a collection draws its inputs, or wrap in the offsets.
+MAX_EXTENT = 2**31 - 1
 
 
 def launches_kernel(layout: str, total: int) -> bool:
@@ -48,15 +51,23 @@ class Problem:
             raise ValueError(f"b_major={self.b_major!r} must be 'k' or 'n'")
         if self.groups < 1:
             raise ValueError(f"groups={self.groups} must be >= 1")
+        if self.groups > MAX_EXTENT:
+            raise ValueError(f"groups={self.groups} is past {MAX_EXTENT} (2**31 - 1: offsets are int32)")
         ragged = LAYOUTS[self.layout]
         if ragged != Ragged.NONE and len(self.sizes) != self.groups:
             raise ValueError(f"{len(self.sizes)} sizes for {self.groups} groups")
         if any(s < 0 for s in self.sizes):
             raise ValueError("group sizes must be >= 0")
+        if sum(self.sizes) > MAX_EXTENT:
+            raise ValueError(f"the sizes sum to {sum(self.sizes)}, past {MAX_EXTENT} (2**31 - 1: offsets are int32)")
         unused = {Ragged.M: "m", Ragged.N: "n", Ragged.K: "k"}.get(ragged)
         for dim in "mnk":
             if dim != unused and getattr(self, dim) < 1:
                 raise ValueError(f"{dim}={getattr(self, dim)} must be >= 1 for layout {self.layout}")
+            if getattr(self, dim) > MAX_EXTENT:
+                raise ValueError(
+                    f"{dim}={getattr(self, dim)} is past {MAX_EXTENT} (2**31 - 1, autoheur's largest extent)"
+                )
 
     @property
     def ragged(self) -> Ragged:

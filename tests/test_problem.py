@@ -150,3 +150,20 @@ def test_signature_is_validates_on_dense_and_padded_draws_of_every_layout():
         dense_ok += 1
         assert call.signature == p.signature(), p
     assert dense_ok > len(SWEEP) // 3
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (dict(layout="2d3d", groups=2, sizes=(3, 4), m=0, n=2**31, k=64), r"^n=2147483648 is past 2147483647"),
+        (dict(layout="3d3d", groups=2, sizes=(), m=8, n=8, k=10**30), r"^k=10{30} is past"),
+        (dict(layout="2d2d", groups=2, sizes=(2**31 - 1, 1), m=8, n=8, k=0), r"^the sizes sum to 2147483648, past"),
+        (dict(layout="3d3d", groups=2**31, sizes=(), m=8, n=8, k=8), r"^groups=2147483648 is past"),
+    ],
+)
+def test_an_extent_past_int32_is_refused(fields, message):
+    """Offsets are int32: a larger total would wrap in them; a larger extent failed only when a collection drew its
+    inputs (a torch traceback, after the configs had compiled)."""
+    with pytest.raises(ValueError, match=message):
+        Problem(**fields)
+    Problem("2d2d", 2, (2**31 - 2, 1), 2**31 - 1, 2**31 - 1, 0)  # the largest: fine

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from autoheur.collect.workloads import ROUTINGS, distribute_rows
-from autoheur.problem import LAYOUTS, Problem
+from autoheur.problem import LAYOUTS, MAX_EXTENT, Problem
 
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 FIELDS = ("layout", "groups", "sizes", "total", "routing", "zipf_s", "seed", "m", "n", "k", "dtype", "b_major",
@@ -119,7 +119,7 @@ def _csv_records(text: str):
         yield i, {c: v.strip() for c, v in zip(cols, row, strict=True) if v.strip() != ""}
 
 
-def _int(rec: dict, key: str, low: int = 0) -> int:
+def _int(rec: dict, key: str, low: int = 0, high: int = MAX_EXTENT) -> int:
     v = rec[key]
     if isinstance(v, bool):
         raise ValueError(f"{key}={v!r} is not an integer")
@@ -131,6 +131,8 @@ def _int(rec: dict, key: str, low: int = 0) -> int:
         raise ValueError(f"{key}={v!r} is not an integer")
     if f < low:
         raise ValueError(f"{key}={int(f)} must be >= {low}")
+    if f > high:  # a group count past int32, a seed past torch's 64 bits: refused here, not deep in torch
+        raise ValueError(f"{key}={v!r} is past {high}")
     return int(f)
 
 
@@ -194,7 +196,7 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
                 raise ValueError(f"zipf_s={rec['zipf_s']!r} is not a number") from None
             if not 0 < zipf_s <= 4:
                 raise ValueError(f"zipf_s={zipf_s} must be in (0, 4]")
-        seed = _int(rec, "seed", 0) if "seed" in rec else 0
+        seed = _int(rec, "seed", 0, 2**64 - 1) if "seed" in rec else 0
         sizes = distribute_rows(total, groups, routing, torch.Generator().manual_seed(seed), zipf_s)
     else:
         raise ValueError("give the per-group sizes, or total and routing")

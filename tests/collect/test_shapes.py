@@ -204,6 +204,14 @@ BAD_JSONL = [
     ("m given to 2d3d", {**GOOD, "m": 999}, "layout 2d3d takes n, k; m is the sum of the groups' sizes"),
     ("k given to 2d2d", {"layout": "2d2d", "groups": 2, "sizes": [3, 4], "m": 8, "n": 8, "k": 5}, "k is the sum"),
     ("bad a major", {**GOOD, "a_major": "x"}, "a_major='x' must be 'k' or 'm'"),
+    # huge values: refused here, not when a collection draws the inputs (a torch traceback after the compiles) or by
+    # torch inside the parse (the seed's "Overflow when unpacking long long", naming no field)
+    ("dim past int32", {**GOOD, "n": 1e30}, "n=1e+30 is past 2147483647"),
+    ("dim just past int32", {**GOOD, "k": 2**31}, "k=2147483648 is past 2147483647"),
+    ("total past int32", {"groups": 2, "total": 2**31, "n": 64, "k": 64}, "total=2147483648 is past 2147483647"),
+    ("sizes past int32", {**GOOD, "sizes": [2**30, 2**30]}, "the sizes sum to 2147483648, past 2147483647"),
+    ("groups past int32", {"groups": 1e10, "total": 64, "n": 64, "k": 64}, "groups=10000000000.0 is past"),
+    ("seed past 64 bits", {"groups": 2, "total": 8, "seed": 2**70, "n": 64, "k": 64}, "seed=1180591620717411303424 is"),
 ]
 
 
