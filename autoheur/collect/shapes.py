@@ -93,11 +93,29 @@ def _jsonl_records(text: str):
         if not s or s.startswith("#"):
             continue
         try:
-            rec = json.loads(s)
+            rec = json.loads(s, object_pairs_hook=_once_each)
         except json.JSONDecodeError as exc:
             yield i, f"not valid JSON ({exc.msg} at column {exc.colno})"
             continue
+        except _Twice as exc:
+            yield i, str(exc)
+            continue
         yield i, rec if isinstance(rec, dict) else f"expected a JSON object, got {type(rec).__name__}"
+
+
+class _Twice(ValueError):
+    pass
+
+
+def _twice(names) -> list[str]:
+    return sorted({n for n in names if names.count(n) > 1})
+
+
+def _once_each(pairs: list[tuple]) -> dict:
+    """A JSON object whose keys are all different: json.loads keeps the last of a repeated key, silently."""
+    if twice := _twice([k for k, _ in pairs]):
+        raise _Twice(f"field(s) {twice} given twice")
+    return dict(pairs)
 
 
 def _csv_records(text: str):
@@ -110,6 +128,9 @@ def _csv_records(text: str):
     unknown = [c for c in cols if c not in FIELDS]
     if unknown:
         yield header_no, f"unknown column(s) {unknown} in the header; known: {list(FIELDS)}"
+        return
+    if twice := _twice(cols):  # a row's dict would keep the last column of the name, silently
+        yield header_no, f"column(s) {twice} given twice in the header"
         return
     for i, ln in body[1:]:
         row = next(csv.reader(io.StringIO(ln)))

@@ -289,6 +289,14 @@ def test_csv_unknown_header_column():
     assert "unknown column(s) ['experts']" in errors[0][1]
 
 
+def test_a_field_given_twice_is_refused():
+    """json.loads and a CSV row's dict keep the last of a repeated name: the problem read was silently another."""
+    errors = errors_of('{"groups": 2, "sizes": [3, 4], "n": 64, "k": 64, "n": 128}\n')
+    assert errors == [(1, "field(s) ['n'] given twice")]
+    errors = errors_of("groups,total,n,k,groups\n8,64,128,128,4\n", fmt="csv")
+    assert errors == [(1, "column(s) ['groups'] given twice in the header")]
+
+
 @pytest.mark.parametrize(
     ("text", "fmt"),
     [
