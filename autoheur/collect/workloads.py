@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from autoheur import SettingError
 from autoheur.problem import Problem, split_rows
 
 _SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "moe_models.json"
@@ -40,8 +41,38 @@ def moe_models_path() -> Path:
     return Path(__file__).with_name("moe_models.json")
 
 
+_SPEC_INTS = ("hidden", "expert_intermediate", "experts", "top_k")  # what every model's entry needs, each >= 1
+
+
 def load_models() -> dict:
-    return json.loads(moe_models_path().read_text())
+    """The public model list, checked: a bad file names itself (and $AUTOHEUR_MOE_MODELS where that chose it), not a
+    KeyError or a JSON position of a file no message names."""
+    path = moe_models_path()
+    env = bool(os.environ.get("AUTOHEUR_MOE_MODELS"))
+    where = f"AUTOHEUR_MOE_MODELS={str(path)!r}" if env else f"the public model list {path}"
+    try:
+        models = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # missing, unreadable, not UTF-8, not JSON
+        why = f"{type(exc).__name__}: {exc}"
+    else:
+        why = _model_list_problem(models)
+    if why is None:
+        return models
+    fix = "point it at a JSON file shaped as autoheur/collect/moe_models.json, or unset it" if env else "restore it"
+    raise (SettingError if env else ValueError)(f"{where} is not a model list ({why}); {fix}")
+
+
+def _model_list_problem(models) -> str | None:
+    if not isinstance(models, dict) or not isinstance(models.get("models"), dict):
+        return "no 'models' object"
+    for name, spec in models["models"].items():
+        bad = [f for f in _SPEC_INTS if not isinstance(spec, dict) or type(spec.get(f)) is not int or spec[f] < 1]
+        if bad:
+            return f"model {name!r} lacks a positive integer {', '.join(bad)}"
+    counts = models.get("token_counts")
+    if not isinstance(counts, list) or not all(type(t) is int and t >= 1 for t in counts):
+        return "no 'token_counts' list of positive integers"
+    return None
 
 
 def proj_dims(spec: dict, proj: str, tp: int = 1) -> tuple[int, int]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
+from autoheur.collect import workloads
 from autoheur.collect.schema import problem_id
 from autoheur.collect.workloads import (
     LAYOUT_NAMES,
@@ -474,3 +477,29 @@ def test_a_count_below_one_is_refused_by_name(count):
 
     with pytest.raises(ValueError, match=r"count=.*how many problems, at least 1"):
         workload("sampled", count)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (None, r"FileNotFoundError"),
+        ("not json", r"JSONDecodeError"),
+        ("[1, 2]", r"no 'models' object"),
+        ('{"models": {"m": {"hidden": 64, "experts": 8, "top_k": 2}}, "token_counts": [16]}',
+         r"model 'm' lacks a positive integer expert_intermediate"),
+        ('{"models": {}, "token_counts": "16"}', r"no 'token_counts' list"),
+    ],
+)  # fmt: skip
+def test_a_bad_moe_models_setting_is_refused_by_name(tmp_path, monkeypatch, text, why):
+    """AUTOHEUR_MOE_MODELS naming a missing or malformed file: a SettingError (one line from the CLI) that names the
+    knob, not a bare KeyError, TypeError or JSON position."""
+    from autoheur import SettingError
+
+    path = tmp_path / "models.json"
+    if text is not None:
+        path.write_text(text)
+    monkeypatch.setenv("AUTOHEUR_MOE_MODELS", str(path))
+    with pytest.raises(SettingError, match=rf"^AUTOHEUR_MOE_MODELS='{path}' is not a model list \({why}"):
+        load_models()
+    monkeypatch.setenv("AUTOHEUR_MOE_MODELS", str(Path(workloads.__file__).with_name("moe_models.json")))
+    assert load_models()["models"]  # the packaged list passes the same checks
