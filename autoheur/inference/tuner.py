@@ -114,8 +114,9 @@ def pool_idle_seconds() -> float:
         idle = float(text)
     except ValueError:
         raise SettingError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)") from None
-    if not idle >= 0:
-        raise SettingError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0)")
+    if not 0 <= idle <= threading.TIMEOUT_MAX:  # inf or 1e300: the idle timer's thread died with an OverflowError
+        raise SettingError(f"AUTOHEUR_COMPILE_POOL_IDLE_S={text!r}: expected seconds (a number >= 0, at most "
+                           f"{threading.TIMEOUT_MAX:.0f}, threading.TIMEOUT_MAX)")  # fmt: skip
     return idle
 
 

@@ -154,6 +154,8 @@ def test_mode_off_takes_the_top1_untimed(monkeypatch):
         ("AUTOHEUR_COMPILE_WORKERS", "none"),
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "soon"),
         ("AUTOHEUR_COMPILE_POOL_IDLE_S", "-1"),
+        ("AUTOHEUR_COMPILE_POOL_IDLE_S", "inf"),  # past threading.TIMEOUT_MAX: the idle timer's thread died
+        ("AUTOHEUR_COMPILE_POOL_IDLE_S", "1e300"),
         ("AUTOHEUR_COMPILE_IN", "gpu"),
         ("AUTOHEUR_CACHE", "maybe"),
         ("AUTOHEUR_ATEN", "sometimes"),
