@@ -66,8 +66,11 @@ def train(
     problem ids (`autoheur data ids` prints them); the auxiliary data keeps only those, each of which it must hold,
     so that a model's borrowed problems stay what they were as the other dataset grows (README.md: the shipped H100
     model's list)."""
+    ranker = make_model(model)  # an unknown name before the data loads (minutes for a whole dataset)
+    if heldout_folds != 0 and not (type(heldout_folds) is int and heldout_folds >= 2):
+        raise ValueError(f"heldout_folds={heldout_folds!r}: 0 (no held-out figures) or at least 2 folds")
     check_aux_share(aux_share, bool(aux), "--aux DATA")
-    if aux_share is not None and "aux_share" not in make_model(model).get_params():
+    if aux_share is not None and "aux_share" not in ranker.get_params():
         raise ValueError(f"aux_share: model {model!r} does not sample auxiliary rows (xgb_ranker does)")
     rounds_params = boosting_rounds(model, rounds)
     if aux_new_only and not aux:

@@ -1013,3 +1013,21 @@ def test_train_keeps_no_figures_of_an_empty_subset(trained):
     model, path = trained
     assert model.meta["heldout"] and all(row["n_problems"] > 0 for row in model.meta["heldout"])
     assert "NaN" not in path.with_suffix(".json").read_text()
+
+
+def test_train_checks_the_model_name_and_folds_before_the_data_loads(mini_dataset, tmp_path, monkeypatch, capsys):
+    """A misspelt --model or a --heldout-folds of 1 or less is refused at once, not after the dataset has loaded (a
+    minute or more for a shipped one)."""
+    import autoheur.models.train as train_module
+
+    def no_load(*a, **k):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(train_module, "load_ranking_set", no_load)
+    with pytest.raises(ValueError, match=r"^unknown model 'xgb_rank'; choose from"):
+        train(mini_dataset, "xgb_rank", heldout_folds=0, log=lambda s: None)
+    for folds in (-1, 1, 2.5):
+        with pytest.raises(ValueError, match=rf"^heldout_folds={folds}: 0 \(no held-out figures\) or at least 2"):
+            train(mini_dataset, "xgb_ranker", heldout_folds=folds, log=lambda s: None)
+    assert main(["train", "--data", str(mini_dataset), "--model", "bogus", "--out", str(tmp_path / "m.joblib")]) == 2
+    assert "unknown model 'bogus'" in capsys.readouterr().err
