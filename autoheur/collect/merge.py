@@ -76,6 +76,9 @@ def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequenc
     dest = out.root
     copied = skipped = logs = renamed = unfinished = 0
     retimes = dict.fromkeys(RETIME_KINDS, 0)
+    # (kind, problem) -> the source file a copy of this call came from: a conflict names it, not the copy (in a new
+    # destination, a file of the directory built beside it and removed when the merge is refused)
+    origin: dict[tuple[str, str], Path] = {}
     for s in stores:
         parts, passes = s.parts(), {kind: s.retimes(kind) for kind in RETIME_KINDS}
         keep = set(parts).intersection(*(passes[kind] for kind in finished))
@@ -87,12 +90,14 @@ def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequenc
             have = out.parts().get(pid)
             if have is not None:
                 if not _same_rows(table, out.read_part(pid, have)):
+                    have = origin.get(("part", pid), have)
                     raise ValueError(
                         f"problem {pid} was measured twice, with different rows: in {path} and in {have}. {_KEEP_ONE}"
                     )
                 skipped += 1
                 continue
             out._write_part(pid, table)  # verbatim: the part keeps the metadata of the run that measured it
+            origin["part", pid] = path
             copied += 1
         for kind in RETIME_KINDS:
             have = out.retimes(kind)
@@ -104,10 +109,11 @@ def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequenc
                     if not _same_rows(table, out._retime_rows(pid, kind, have[pid])):
                         raise ValueError(
                             f"problem {pid} had a {kind} pass twice, with different rows: in {path} and in "
-                            f"{have[pid]}. {_KEEP_ONE}"
+                            f"{origin.get((kind, pid), have[pid])}. {_KEEP_ONE}"
                         )
                     continue
                 out._write_part(pid, table, out.retime_path(pid, kind))
+                origin[kind, pid] = path
                 retimes[kind] += 1
         n, r = _copy_run_logs(s.root, out.root)
         logs, renamed = logs + n, renamed + r

@@ -47,6 +47,18 @@ def test_merge_dedupes_and_refuses(tmp_path):
         merge([tmp_path / "s1"], tmp_path / "s1")
 
 
+def test_merge_conflict_into_a_new_destination_names_both_sources(tmp_path):
+    # The copy of the first source's measurement sits in a directory built beside the destination, removed when the
+    # merge is refused: the refusal names the source file it came from, which the user can act on
+    s1 = fill(tmp_path / "s1", PROBLEMS[:1])
+    s2 = fill(tmp_path / "s2", PROBLEMS[:1], scale=2.0)
+    pid = problem_id(PROBLEMS[0])
+    with pytest.raises(ValueError, match="measured twice") as refused:
+        merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "all")
+    assert f"in {s2.parts()[pid]} and in {s1.parts()[pid]}." in str(refused.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s1", "s2"]  # nothing left behind
+
+
 def test_merge_refuses_to_mix_a_config_subset_trial_with_a_full_dataset(tmp_path):
     fill(tmp_path / "full", PROBLEMS[:1])
     fill(tmp_path / "trial", PROBLEMS[1:2], meta=make_meta(configs="sample:3:seed0"))
