@@ -479,6 +479,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
     trained_on = model.meta["device"]["name"] if model is not None else None
+    if args.model and not args.device and interpreting() and trained_on == INTERPRETER_NAME:
+        device_name = INTERPRETER_NAME  # as the lookup above: in the interpreter, its data's model is this host's
     device = None  # the model's own device record
     if not args.model and model is not None and (trained_on != device_name or own is not None):
         device = {**model.device, **spec.to_dict()}  # borrowed, or the interpreter's: with this GPU's own, as the tuner

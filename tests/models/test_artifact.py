@@ -999,6 +999,28 @@ def test_predict_in_the_interpreter_ranks_with_the_tuners_model(trained, tmp_pat
     assert json.loads(capsys.readouterr().out)["model_device"] == H100_SXM.name
 
 
+def test_predict_model_of_interpreter_data_in_the_interpreter_is_this_hosts(trained, tmp_path, monkeypatch, capsys):
+    """`predict --model FILE` (what `train` says to run for a model saved outside the lookups) with a model of
+    interpreter data, in the interpreter: it is this host's model, as the lookup takes it, not one "trained on Triton
+    interpreter (H100 rules), not NVIDIA H100 80GB HBM3" with a --device to give."""
+    import copy
+
+    from autoheur.device import INTERPRETER_NAME
+
+    own = copy.deepcopy(trained[0])
+    own.meta["device"] = {**own.meta["device"], "name": INTERPRETER_NAME}
+    path = own.save(tmp_path / "elsewhere" / "mine.joblib")
+    monkeypatch.setattr(sys.modules["autoheur.kernels.validate"], "interpreting", lambda: True)
+    args = ["predict", "--groups", "8", "--total", "512", "--routing", "uniform", "--n", "256", "--k", "512",
+            "--dtype", "float16", "--model", str(path)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr()
+    assert "was trained on" not in out.err and f"on {INTERPRETER_NAME}: model {path}," in out.out
+    monkeypatch.setattr(sys.modules["autoheur.kernels.validate"], "interpreting", lambda: False)
+    assert main(args) == 0  # on a GPU: another device's model, said
+    assert f"{path} was trained on {INTERPRETER_NAME}, not NVIDIA H100 80GB HBM3" in capsys.readouterr().err
+
+
 def test_train_on_one_problem_with_held_out_folds_says_what_to_do(mini_of, tmp_path):
     """Every hash fold holds all of a one-problem dataset or none of it: train said "max() arg is an empty sequence"."""
     one = mini_of(H100, tmp_path / "one", count=1)
