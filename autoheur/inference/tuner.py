@@ -147,6 +147,7 @@ class Tuner:
     def __init__(self):
         self._caches: dict[str, TuneCache] = {}
         self._models: dict[str, object] = {}
+        self._identities: dict[str, str] = {}
         self._warned: set[str] = set()
         self._chosen: dict[tuple, Choice] = {}  # one dict lookup, no parsing, no lock
         # The hot path (api.py): tensor signature -> (a validated call's fields without its tensors, the chosen
@@ -192,6 +193,17 @@ class Tuner:
                     self._warned.add(name)
                 self._models[name] = model
             return self._models[name]
+
+    def model_identity(self, spec: DeviceSpec) -> str:
+        """Which model ranks this GPU's candidates (`artifact.lookup_identity`, from the side-cars: once a process, no
+        model loaded): recorded with each choice, whose cached copy a later model's process tunes again."""
+        from autoheur.models.artifact import lookup_identity
+
+        with self._lock:
+            if spec.name not in self._identities:
+                names = [INTERPRETER_NAME, spec.name] if interpreting() else [spec.name]
+                self._identities[spec.name] = lookup_identity(names, spec.to_dict())
+            return self._identities[spec.name]
 
     def compile_pool(self):
         """The compile workers of this process (started on first use, shut down after AUTOHEUR_COMPILE_POOL_IDLE_S
@@ -281,6 +293,11 @@ class Tuner:
             log.info("autoheur: cached choice for %s was made with AUTOHEUR_TUNE=%s: tuning again (%s)",
                      tkey.to_str(), hit.get("mode"), mode)  # fmt: skip
             return None
+        ranked_by = hit.get("model")  # absent in entries of earlier versions: kept
+        if ranked_by is not None and ranked_by != self.model_identity(call.device):  # (an exhaustive choice: none)
+            log.info("autoheur: cached choice for %s was ranked by %s, this GPU's model is now %s: tuning again",
+                     tkey.to_str(), ranked_by, self.model_identity(call.device))  # fmt: skip
+            return None
         choice = choice_from_id(hit["config"])
         reason = None if isinstance(choice, AtenChoice) else infeasible_reason(choice, call.signature, call.device)
         if reason is not None:
@@ -305,8 +322,9 @@ class Tuner:
             winner, ms = time_candidates(call, cands, aten=aten)
         wall = time.perf_counter() - t0
         source += " + aten" if aten else ""
+        ranked_by = {} if mode == "exhaustive" else {"model": self.model_identity(call.device)}
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
-                        "candidates": len(cands) + aten, "tune_s": round(wall, 3)})  # fmt: skip
+                        "candidates": len(cands) + aten, "tune_s": round(wall, 3), **ranked_by})  # fmt: skip
         log.info(
             "autoheur: tuned %s: %s from %d candidates (%s) in %.2f s%s",
             key, winner.config_id, len(cands) + aten, source, wall, "" if ms is None else f", {ms:.4f} ms",

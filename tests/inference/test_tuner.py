@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import autoheur
 from autoheur.inference import tuner as tuner_mod
 from autoheur.inference.api import grouped_mm
 from autoheur.inference.key import tune_key
-from autoheur.kernels.config import KernelConfig, infeasible_reason
+from autoheur.kernels.config import KernelConfig, feasible_configs, infeasible_reason
 from autoheur.kernels.reference import reference_grouped_mm
 from autoheur.kernels.validate import validate
 
@@ -196,3 +197,48 @@ def test_a_cached_choice_answers_only_its_own_mode_and_weaker_ones(monkeypatch):
     assert len(timed) == 2 and timed[1] > 2  # the whole space this time
     run("predicted")
     assert len(timed) == 2
+
+
+def test_a_cached_choice_of_another_model_is_tuned_again(tmp_path, monkeypatch, caplog):
+    """A GPU's first shapes tuned without a model of its own (the fixed list, or a borrowed model) kept those picks
+    for good once its own model was trained: the disk cache answered them and the new model never ranked them. A
+    predicted choice now records the model that ranked it, and a process whose lookup takes another tunes it again;
+    an entry of an earlier version (no model recorded) is kept."""
+    from autoheur.models import artifact
+
+    timed = []
+
+    def fake_timing(call, cfgs, aten=False):
+        timed.append(len(cfgs))
+        return cfgs[-1], 1.0
+
+    monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
+    monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
+    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
+    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None, spec=None: (None, "none"))
+    monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path / "models")  # nothing shipped
+    monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
+    (tmp_path / "models").mkdir()
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    key = tune_key(call).to_str()
+    listed = [c.config_id for c in feasible_configs(call.signature, call.device)[:3]]
+    monkeypatch.setattr(artifact, "fallback_list", lambda directory=None: listed)
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fallback list's warnings
+            tuner_mod.Tuner().config_for(call)  # a fresh process: the disk cache only
+        return tuner_mod.Tuner().cache(call.device.name).get(key)
+
+    assert run()["model"] == "fixed list" and timed == [2]
+    assert run()["model"] == "fixed list" and timed == [2]  # answered from the cache
+    side = {"family": "triton", "device": {"name": call.device.name}, "created_at": "2026-12-01T00:00:00+00:00"}
+    (tmp_path / "models" / "mine.joblib").write_bytes(b"")
+    (tmp_path / "models" / "mine.json").write_text(json.dumps(side))  # the GPU's own model, trained since
+    with caplog.at_level(logging.INFO, logger="autoheur"):
+        assert run()["model"].startswith("mine.joblib 2026-12-01") and timed == [2, 2]
+    assert any("was ranked by fixed list" in r.getMessage() for r in caplog.records)
+    assert run()["model"].startswith("mine.joblib") and timed == [2, 2]
+    cache = tuner_mod.Tuner().cache(call.device.name)
+    cache.path.write_text(json.dumps({key: {"config": KernelConfig(32, 32, 32, 3, 2).config_id, "mode": "predicted"}}))
+    assert "model" not in run() and timed == [2, 2]  # an earlier version's entry: kept
