@@ -282,3 +282,23 @@ def test_tune_says_where_each_problems_candidates_came_from(tmp_path, capsys, mo
     assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("s.jsonl:1") and "tuned in" in line and "(1 candidates: model" in line
+
+
+def test_train_names_the_model_after_the_dataset_directory_given_as_dot(tmp_path, monkeypatch, capsys):
+    """`cd data/<slug> && autoheur train --data .`: the default --out was `<models dir>/.joblib` (a hidden file with a
+    side-car `.joblib.json`), not `<slug>.joblib` as for `--data data/<slug>`."""
+    from types import SimpleNamespace
+
+    import autoheur.models.train as train_mod
+
+    saved = []
+    model = SimpleNamespace(meta={"heldout": [], "fit_seconds": 0.0, "device": {"name": "GPU x"}}, save=saved.append)
+    monkeypatch.setattr(train_mod, "train", lambda *a, **k: model)
+    monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(tmp_path / "own"))
+    (tmp_path / "data" / "gpu-x").mkdir(parents=True)
+    (tmp_path / "own").mkdir()
+    monkeypatch.chdir(tmp_path / "data" / "gpu-x")
+    assert main(["train", "--data", "."]) == 0
+    assert saved == [tmp_path / "own" / "gpu-x.joblib"] and f"saved {tmp_path / 'own' / 'gpu-x.joblib'}" in (
+        capsys.readouterr().out
+    )
