@@ -404,7 +404,8 @@ def model_for_device(
                     f"GPU of the same architecture, sm_{cc}; AUTOHEUR_BORROW_MODEL=0: the best fixed list instead). "
                     f"For this GPU's own: autoheur collect, then autoheur train (README){bad}"
                 )
-    return None, f"no shipped model for {device_name!r} (have: {have}{bad}{why}); using the best fixed list of 10"
+    return None, (f"no shipped model for {device_name!r} (have: {have}{bad}{why}); using the best fixed list of 10. "
+                  "For this GPU's own: autoheur collect, then autoheur train (README)")  # fmt: skip
 
 
 def _trained_on(models: list[tuple[Path, dict]], device_name: str) -> list[tuple[Path, dict]]:

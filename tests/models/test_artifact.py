@@ -289,6 +289,7 @@ def test_a_gpu_without_a_model_borrows_the_nearest_of_its_architecture(trained, 
     b200 = {**h800, "name": "NVIDIA B200", "compute_capability": [10, 0]}
     found, how = artifact.model_for_device("NVIDIA B200", tmp_path, spec=b200)
     assert found is None and "best fixed list" in how
+    assert "For this GPU's own: autoheur collect, then autoheur train" in how  # what to do, as when borrowing
     monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "off")
     assert artifact.model_for_device("NVIDIA H800", tmp_path, spec=h800)[0] is None
     monkeypatch.delenv("AUTOHEUR_BORROW_MODEL")
