@@ -652,6 +652,8 @@ def collect(
         if rec["kind"] == "done":
             records.append(rec)
             progress.update(rec)
+        elif rec["kind"] == "skipped":  # another run into this directory wrote it first: counted, not lost
+            summary["done_by_another_run"] = summary.get("done_by_another_run", 0) + 1
         elif rec["kind"] == "error":
             summary["errors"].append(rec)
             log(f"GPU worker {rec['rank']} failed: {rec['message']}")

@@ -216,6 +216,21 @@ def test_a_worker_whose_parent_is_gone_starts_no_problem(tmp_path, monkeypatch):
     assert reports == []
 
 
+def test_a_problem_another_run_wrote_first_is_counted_in_the_summary(tmp_path, monkeypatch):
+    """Two collections into one directory: a problem the other run wrote while this one was on its list is skipped,
+    and the summary counts it (it said todo 2, done 1, no errors: one problem seemingly lost)."""
+    real = DatasetStore.done_problems
+    calls = []
+
+    def done_problems(self):  # the run's own list first; then the other run has written TINY[1]
+        calls.append(1)
+        return real(self) | ({problem_id(TINY[1])} if len(calls) > 1 else set())
+
+    monkeypatch.setattr(DatasetStore, "done_problems", done_problems)
+    summary = collect(TINY, tmp_path / "ds", OPTS, log=quiet)
+    assert summary["todo"] == 2 and summary["done"] == 1 and summary["done_by_another_run"] == 1
+
+
 def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     collect(TINY[:1], root, OPTS, log=quiet)
