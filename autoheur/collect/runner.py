@@ -45,7 +45,7 @@ from autoheur.collect.schema import (
     problem_id,
     rows_for,
 )
-from autoheur.collect.store import DatasetStore
+from autoheur.collect.store import DatasetStore, one_writer
 from autoheur.collect.timing import Timer, Timing, WallTimer
 from autoheur.device import H100_SXM, INTERPRETER_NAME, DeviceSpec
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
@@ -600,7 +600,13 @@ def collect(
     shard_spec: tuple[int, int] = (0, 1),
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict:
-    """Collect `problems` (this shard's share) into the dataset at `root`; returns a summary of the run."""
+    """Collect `problems` (this shard's share) into the dataset at `root`; returns a summary of the run. One run into
+    a directory at a time (`store.one_writer`: a second is refused with a ValueError)."""
+    with one_writer(Path(root)):
+        return _collect(problems, root, opts, new=new, gpus=gpus, shard_spec=shard_spec, log=log)
+
+
+def _collect(problems, root, opts, *, new, gpus, shard_spec, log) -> dict:
     if opts.family == "inductor" and (interpreting() or not torch.cuda.is_available()):
         raise ValueError("the inductor family needs a CUDA GPU: Inductor offers its grouped_mm template only there")
     t0 = time.time()

@@ -74,6 +74,7 @@ PART_PACK_RE = re.compile(r"part-pack-([0-9a-f]{16})\.parquet")
 DONE_KEY = b"autoheur-done"  # a pack's metadata: the problems whose pass it holds, rows or not (JSON list)
 ID_RE = re.compile(r"[0-9a-f]{16}")  # schema.problem_id
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
+WRITER_LOCK = ".collect.lock"  # `one_writer`: held by the collection writing into the directory
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
 # Parquet page checksums (CRC32 of each page), written and verified where this pyarrow has them: bytes
 # garbled in the middle of a file otherwise decode as other values (a time of -1e260), since Parquet checks nothing
@@ -736,8 +737,33 @@ def _same_rows(a: pa.Table, b: pa.Table) -> bool:
 
 
 def _has_content(root: Path) -> bool:
-    """Anything in `root` besides temp files of a killed run (e.g. one that died writing the manifest)."""
-    return root.is_dir() and any(not TMP_RE.fullmatch(p.name) for p in root.iterdir())
+    """Anything in `root` besides temp files of a killed run (e.g. one that died writing the manifest) and the writer
+    lock (`one_writer`: made before the manifest)."""
+    return root.is_dir() and any(not TMP_RE.fullmatch(p.name) and p.name != WRITER_LOCK for p in root.iterdir())
+
+
+@contextlib.contextmanager
+def one_writer(root: Path) -> Iterator[None]:
+    """Hold `root`'s writer lock (an exclusive flock on `root/.collect.lock`, the directory made if missing) for a
+    collection: a second run into the directory is refused at once. Two runs at once measured every problem twice
+    (the loser's rows dropped) and both packed the parts at their end, where one read a part the other had just
+    packed and ended in a traceback; two packs of one problem would leave a dataset no read accepts. The lock goes
+    with the process, a killed one's too."""
+    import fcntl
+
+    if root.exists() and not root.is_dir():  # DatasetStore.open says what is wrong with it
+        yield
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / WRITER_LOCK, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(
+                f"another `autoheur collect` is writing into {root} (one writer per directory): let it finish, or "
+                "give this run another --out and `autoheur data merge` the two afterwards"
+            ) from None
+        yield
 
 
 def _aside_name(root: Path) -> Path:

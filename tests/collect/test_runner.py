@@ -231,6 +231,21 @@ def test_a_problem_another_run_wrote_first_is_counted_in_the_summary(tmp_path, m
     assert summary["todo"] == 2 and summary["done"] == 1 and summary["done_by_another_run"] == 1
 
 
+def test_a_second_collection_into_a_directory_is_refused_while_one_runs(tmp_path):
+    """Two `autoheur collect` into one directory at once measured every problem twice and both packed the parts at
+    their end: one read a part the other had just packed away and ended in a FileNotFoundError traceback. The
+    directory's writer lock now refuses the second at once, with what to do; once the first ends, the next runs."""
+    from autoheur.collect.store import WRITER_LOCK, one_writer
+
+    root = tmp_path / "ds"
+    with one_writer(root):  # a run in progress (the lock is per open file: this process counts as another run)
+        with pytest.raises(ValueError, match="another `autoheur collect` is writing into .*--out.*data merge"):
+            collect(TINY[:1], root, OPTS, log=quiet)
+    assert [p.name for p in root.iterdir()] == [WRITER_LOCK]  # nothing written but the lock
+    assert collect(TINY[:1], root, OPTS, log=quiet)["done"] == 1  # a directory holding only the lock: a new dataset
+    assert collect(TINY, root, OPTS, log=quiet)["done"] == 1  # the lock let go at the end
+
+
 def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     collect(TINY[:1], root, OPTS, log=quiet)
