@@ -425,19 +425,15 @@ def lookup_path(device_name: str, family: str = "triton") -> Path | None:
 
 def lookup_identity(names: list[str], spec: dict | None = None) -> str:
     """Which model the run-time lookup takes, from the side-cars alone (no model loaded, no warning): the first of
-    `names` with a model of its own (the tuner's order: in the interpreter, interpreter data's first), else the
-    nearest GPU's of `spec`'s architecture where borrowing is on, as "<file name> <created_at> <train_data_hash>";
-    "fixed list" where there is none. The tuner records it with each predicted choice, so that a choice ranked by
-    another model (the fixed list, or a borrowed model before the GPU's own was trained) is tuned again."""
+    `names` with a model of its own (`lookup_path`; the tuner's order: in the interpreter, interpreter data's first),
+    else the nearest GPU's of `spec`'s architecture where borrowing is on, as "<file name> <created_at>
+    <train_data_hash>"; "fixed list" where there is none. The tuner records it with each predicted choice, so that a
+    choice ranked by another model (the fixed list, or a borrowed model before the GPU's own was trained) is tuned
+    again."""
+    path = next((p for p in map(lookup_path, names) if p is not None), None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an unreadable side-car: said by the lookups themselves
         models = _models_in(None, "triton", [])
-    path = None
-    for name in names:
-        own = _trained_on(models, name)
-        if own:
-            path = _one_of(own, name, warn=False)
-            break
     if path is None and spec is not None and borrow_enabled():
         near = nearest_model(models, spec)
         path = near[0] if near is not None else None
