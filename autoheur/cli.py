@@ -307,11 +307,15 @@ def _near_best_pass(args: argparse.Namespace, kind: str) -> int:
 
 
 def cmd_data_pack(args: argparse.Namespace) -> int:
-    from autoheur.collect.store import RETIME_KINDS, DatasetStore
+    from autoheur.collect.store import RETIME_KINDS, DatasetStore, one_writer
 
     def run():
         store = DatasetStore.load(Path(args.path))
-        return {"root": args.path, "packed": {"part": store.pack_parts(), **{k: store.pack(k) for k in RETIME_KINDS}}}
+        with one_writer(store.root):  # not while a collection or pass writes there (it packs its own at its end)
+            return {
+                "root": args.path,
+                "packed": {"part": store.pack_parts(), **{k: store.pack(k) for k in RETIME_KINDS}},
+            }
 
     return _data_pass("pack", run)
 

@@ -3,12 +3,13 @@ one, each problem once, a problem measured twice with different rows refused (st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoheur.collect.store import RETIME_KINDS, DatasetStore, _same_rows
+from autoheur.collect.store import RETIME_KINDS, DatasetStore, _same_rows, one_writer
 
 _KEEP_ONE = (
     "Keep one of the two: move the file that holds the measurement you drop out of its dataset (a pack also holds "
@@ -43,9 +44,17 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"--into {dest} exists and is not a directory")
-    if _has_entries(dest):
-        out = DatasetStore.open(dest, stores[0].meta, hint=f"merge into another directory (another --into than {dest})")
-        return _merge_into(stores, out, finished)
+    with contextlib.ExitStack() as held:  # no collection or pass writes into a source or dest meanwhile (one_writer)
+        for root in dict.fromkeys(s.root.resolve() for s in stores):  # once each: a second flock would refuse itself
+            held.enter_context(one_writer(root))
+        if _has_entries(dest):
+            held.enter_context(one_writer(dest))
+            hint = f"merge into another directory (another --into than {dest})"
+            return _merge_into(stores, DatasetStore.open(dest, stores[0].meta, hint=hint), finished)
+        return _merge_new(stores, dest, finished)
+
+
+def _merge_new(stores: list[DatasetStore], dest: Path, finished: Sequence[str]) -> dict:
     # A new destination is built beside it and renamed into place when whole: a source found corrupt half-way
     # left a destination of some problems that later commands took for the merge (stop 80's audit). Beside the
     # resolved path: "." has no name to build beside, and a link to an empty directory stands for that directory.

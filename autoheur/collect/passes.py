@@ -22,7 +22,7 @@ from autoheur.collect import runner
 from autoheur.collect.precompile import CompileResult
 from autoheur.collect.runner import CollectOptions
 from autoheur.collect.schema import Metadata, problem_from_row, problem_id, rows_for
-from autoheur.collect.store import PAST, DatasetStore, check_retime_metadata
+from autoheur.collect.store import PAST, DatasetStore, check_retime_metadata, one_writer
 from autoheur.collect.timing import RETIME_SPREAD, Timer, WallTimer
 from autoheur.device import INTERPRETER_NAME
 from autoheur.kernels.validate import interpreting
@@ -219,7 +219,17 @@ def _pass_worker(
     report({"kind": "finished", "rank": rank})
 
 
-def _remeasure(
+def _remeasure(root: Path | str, *args, **kwargs) -> dict:
+    """`_remeasure_locked` under the dataset's writer lock (`store.one_writer`): a pass and a collection, or two
+    passes, writing one directory at once would each measure the other's problems and pack the same parts. A path
+    that is no directory goes straight on, for DatasetStore.load to say what is wrong with it."""
+    if not Path(root).is_dir():
+        return _remeasure_locked(root, *args, **kwargs)
+    with one_writer(Path(root)):
+        return _remeasure_locked(root, *args, **kwargs)
+
+
+def _remeasure_locked(
     root: Path | str,
     opts: CollectOptions,
     kind: str,

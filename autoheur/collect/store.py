@@ -74,7 +74,7 @@ PART_PACK_RE = re.compile(r"part-pack-([0-9a-f]{16})\.parquet")
 DONE_KEY = b"autoheur-done"  # a pack's metadata: the problems whose pass it holds, rows or not (JSON list)
 ID_RE = re.compile(r"[0-9a-f]{16}")  # schema.problem_id
 TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]+\.(parquet|json)")
-WRITER_LOCK = ".collect.lock"  # `one_writer`: held by the collection writing into the directory
+WRITER_LOCK = ".collect.lock"  # `one_writer`: held by whatever writes into the directory (collect, a pass, pack, merge)
 NEW_HINT = "pass new=True (--new-dataset) to start a new dataset there, or use another --out"
 # Parquet page checksums (CRC32 of each page), written and verified where this pyarrow has them: bytes
 # garbled in the middle of a file otherwise decode as other values (a time of -1e260), since Parquet checks nothing
@@ -745,10 +745,11 @@ def _has_content(root: Path) -> bool:
 @contextlib.contextmanager
 def one_writer(root: Path) -> Iterator[None]:
     """Hold `root`'s writer lock (an exclusive flock on `root/.collect.lock`, the directory made if missing) for a
-    collection: a second run into the directory is refused at once. Two runs at once measured every problem twice
-    (the loser's rows dropped) and both packed the parts at their end, where one read a part the other had just
-    packed and ended in a traceback; two packs of one problem would leave a dataset no read accepts. The lock goes
-    with the process, a killed one's too."""
+    collection, a data pass (retime, refine, polish), a pack or a merge (its sources and an existing destination): a
+    second writer into the directory is refused at once. Two runs at once measured every problem twice (the loser's
+    rows dropped) and both packed the parts at their end, where one read a part the other had just packed and ended in
+    a traceback; two packs of one problem would leave a dataset no read accepts. The lock goes with the process, a
+    killed one's too."""
     import fcntl
 
     if root.exists() and not root.is_dir():  # DatasetStore.open says what is wrong with it
@@ -760,8 +761,9 @@ def one_writer(root: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ValueError(
-                f"another `autoheur collect` is writing into {root} (one writer per directory): let it finish, or "
-                "give this run another --out and `autoheur data merge` the two afterwards"
+                f"another `autoheur collect` or `autoheur data retime/refine/polish/pack/merge` is writing into "
+                f"{root} (one writer per directory): let it finish, or give a collection another --out and "
+                "`autoheur data merge` the two afterwards"
             ) from None
         yield
 

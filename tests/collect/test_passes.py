@@ -76,6 +76,25 @@ def test_a_pass_on_a_host_without_gpu_or_interpreter_says_so(tmp_path, monkeypat
         passes.retime(root, CollectOptions(reps=2, workers=1), log=quiet)
 
 
+def test_a_pass_is_refused_while_another_writer_holds_the_directory(tmp_path):
+    """A pass beside a collection (or another pass) into one directory would measure the same problems and pack the
+    same parts: the directory's writer lock refuses it before any work, and lets the pass run once released."""
+    from autoheur.collect.store import one_writer
+
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    with one_writer(root):  # another writer (the lock is per open file: this process counts as another)
+        for run in (passes.retime, passes.refine, passes.polish):
+            with pytest.raises(ValueError, match=r"another `autoheur collect` or `autoheur data "
+                               "retime/refine/polish/pack/merge` is writing into"):  # fmt: skip
+                run(root, CollectOptions(reps=2, workers=1), log=quiet)
+    assert not DatasetStore.load(root).retimes()
+    assert passes.retime(root, CollectOptions(reps=2, workers=1), log=quiet)["todo"] == 1
+    with pytest.raises(ValueError, match="has no dataset.json: not an autoheur dataset"):
+        passes.retime(tmp_path / "nowhere", CollectOptions(reps=2, workers=1), log=quiet)
+    assert not (tmp_path / "nowhere").exists()  # a missing directory is not made by the lock
+
+
 def test_retime_refuses_another_device(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     collect(TINY[:1], root, OPTS, log=quiet)

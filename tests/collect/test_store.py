@@ -823,3 +823,26 @@ def test_problem_ids_from_a_file_that_is_not_text_say_so(tmp_path):
     binary.write_bytes(b"PAR1\xa8\xff\x00")
     with pytest.raises(ValueError, match="part.parquet is not a text file of problem ids"):
         read_problem_ids(binary)
+
+
+def test_pack_and_merge_wait_for_no_other_writer(tmp_path, capsys):
+    """`data pack` or `data merge` beside a collection into one of their directories would pack (or read) parts the
+    collection packs at its end: each takes the directory's writer lock, and is refused while another holds it."""
+    from autoheur.cli import main
+    from autoheur.collect.merge import merge
+    from autoheur.collect.store import one_writer
+
+    fill(tmp_path / "d")
+    fill(tmp_path / "into", PROBLEMS[:1])
+    with one_writer(tmp_path / "d"):  # a collection in flight (the lock is per open file: this counts as another)
+        assert main(["data", "pack", str(tmp_path / "d")]) == 2
+        assert "another `autoheur collect` or `autoheur data" in capsys.readouterr().err
+        with pytest.raises(ValueError, match="is writing into .*d \\(one writer per directory\\)"):
+            merge([tmp_path / "d"], tmp_path / "new")  # a source being written
+    assert not (tmp_path / "new").exists()
+    with one_writer(tmp_path / "into"):
+        with pytest.raises(ValueError, match="is writing into .*into \\(one writer per directory\\)"):
+            merge([tmp_path / "d"], tmp_path / "into")  # an existing destination being written
+    assert main(["data", "pack", str(tmp_path / "d")]) == 0  # once let go
+    stats = merge([tmp_path / "d", tmp_path / "d"], tmp_path / "into")  # a source named twice does not lock itself out
+    assert stats["problems"] == len(PROBLEMS)
