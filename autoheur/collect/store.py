@@ -35,6 +35,7 @@ import json
 import os
 import re
 import secrets
+import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -749,14 +750,20 @@ def one_writer(root: Path) -> Iterator[None]:
     second writer into the directory is refused at once. Two runs at once measured every problem twice (the loser's
     rows dropped) and both packed the parts at their end, where one read a part the other had just packed and ended in
     a traceback; two packs of one problem would leave a dataset no read accepts. The lock goes with the process, a
-    killed one's too."""
+    killed one's too. A directory that cannot hold the lock file (a read-only mount, e.g. a shipped dataset merged
+    from, or a packed one packed again) is no writer's: the command goes on as before the lock, and a write it makes
+    there fails on its own; one whose file system cannot lock (NFS without a lock manager) goes on with a warning."""
     import fcntl
 
     if root.exists() and not root.is_dir():  # DatasetStore.open says what is wrong with it
         yield
         return
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / WRITER_LOCK, "a") as lock:
+    lock = _open_lock(root / WRITER_LOCK)
+    if lock is None:
+        yield
+        return
+    with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -765,7 +772,22 @@ def one_writer(root: Path) -> Iterator[None]:
                 f"{root} (one writer per directory): let it finish, or give a collection another --out and "
                 "`autoheur data merge` the two afterwards"
             ) from None
+        except OSError as exc:  # ENOLCK: NFS without a lock manager; EBADF: an NFS lock on a read-only open
+            warnings.warn(f"{root}: no writer lock ({exc}); run one writer into it at a time", stacklevel=3)
         yield
+
+
+def _open_lock(path: Path):
+    """`path` opened to flock: for appending (made if missing), else, where that is refused (a read-only mount, another
+    user's directory or lock file), an existing one read-only (flock needs no write access); None: none there, and
+    none can be made."""
+    try:
+        return open(path, "a")  # noqa: SIM115  (closed by one_writer)
+    except OSError:
+        try:
+            return open(path, "rb")  # noqa: SIM115
+        except OSError:
+            return None
 
 
 def _aside_name(root: Path) -> Path:

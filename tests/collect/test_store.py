@@ -846,3 +846,44 @@ def test_pack_and_merge_wait_for_no_other_writer(tmp_path, capsys):
     assert main(["data", "pack", str(tmp_path / "d")]) == 0  # once let go
     stats = merge([tmp_path / "d", tmp_path / "d"], tmp_path / "into")  # a source named twice does not lock itself out
     assert stats["problems"] == len(PROBLEMS)
+
+
+def test_a_directory_that_cannot_hold_the_lock_file_is_merged_from_and_packed(tmp_path, monkeypatch, capsys):
+    """A dataset on a read-only mount (a shipped one) was merged from and packed again (a no-op) before the writer lock;
+    the lock file it cannot hold made both an OSError traceback. Where the lock file is there but not writable
+    (another user's), it is locked read-only, so a writer holding it still refuses the second; where the file system
+    cannot lock (NFS without a lock manager), the command goes on with a warning."""
+    import errno
+
+    from autoheur.cli import main
+    from autoheur.collect.merge import merge
+    from autoheur.collect.store import WRITER_LOCK, one_writer
+
+    fill(tmp_path / "ro").pack_parts()
+    real = open
+
+    def read_only(path, mode="r", *args, **kwargs):  # the mount refuses every write into ro/
+        if Path(path).parent == tmp_path / "ro" and any(c in mode for c in "wax+"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(store_mod, "open", read_only, raising=False)
+    assert merge([tmp_path / "ro"], tmp_path / "copy")["problems"] == len(PROBLEMS)
+    assert main(["data", "pack", str(tmp_path / "ro")]) == 0
+    assert json.loads(capsys.readouterr().out)["packed"]["part"]["moved"] == 0
+    assert not (tmp_path / "ro" / WRITER_LOCK).exists()
+    (tmp_path / "ro" / WRITER_LOCK).touch()  # there, but not this user's to write
+    monkeypatch.undo()
+    with one_writer(tmp_path / "ro"):  # its owner's collection
+        monkeypatch.setattr(store_mod, "open", read_only, raising=False)
+        with pytest.raises(ValueError, match="is writing into"):
+            merge([tmp_path / "ro"], tmp_path / "copy2")
+    monkeypatch.undo()
+    import fcntl
+
+    def no_locks(fd, op):  # NFS mounted without a lock manager
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.warns(UserWarning, match="no writer lock .*No locks available"):
+        assert merge([tmp_path / "ro"], tmp_path / "copy3")["problems"] == len(PROBLEMS)
