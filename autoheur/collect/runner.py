@@ -20,6 +20,7 @@ The passes that time a collected dataset's configs again (`autoheur data retime 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -45,7 +46,7 @@ from autoheur.collect.schema import (
     problem_id,
     rows_for,
 )
-from autoheur.collect.store import DatasetStore, one_writer
+from autoheur.collect.store import DatasetStore, _has_content, one_writer
 from autoheur.collect.timing import Timer, Timing, WallTimer
 from autoheur.device import H100_SXM, INTERPRETER_NAME, DeviceSpec
 from autoheur.kernels.config import SPACE_HASH, KernelConfig, feasible_configs
@@ -602,11 +603,12 @@ def collect(
 ) -> dict:
     """Collect `problems` (this shard's share) into the dataset at `root`; returns a summary of the run. One run into
     a directory at a time (`store.one_writer`: a second is refused with a ValueError)."""
-    with one_writer(Path(root)):
-        return _collect(problems, root, opts, new=new, gpus=gpus, shard_spec=shard_spec, log=log)
+    with contextlib.ExitStack() as held:
+        held.enter_context(one_writer(Path(root)))
+        return _collect(problems, root, opts, new=new, gpus=gpus, shard_spec=shard_spec, log=log, held=held)
 
 
-def _collect(problems, root, opts, *, new, gpus, shard_spec, log) -> dict:
+def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextlib.ExitStack) -> dict:
     if opts.family == "inductor" and (interpreting() or not torch.cuda.is_available()):
         raise ValueError("the inductor family needs a CUDA GPU: Inductor offers its grouped_mm template only there")
     t0 = time.time()
@@ -634,7 +636,10 @@ def _collect(problems, root, opts, *, new, gpus, shard_spec, log) -> dict:
         problems = [p for p in problems if p.launches]
     mine = shard(problems, *shard_spec)
     meta = replace(dataset_metadata(0, opts.family), configs=configs_label(opts))
+    aside = new and _has_content(Path(root))  # (under the lock, which goes aside with the old dataset's directory)
     store = DatasetStore.open(Path(root), meta, new=new)
+    if aside:  # the new directory's lock too, or a second run would be let into it
+        held.enter_context(one_writer(Path(root)))
     done = store.done_problems()
     todo = [p for p in mine if problem_id(p) not in done]
     log(

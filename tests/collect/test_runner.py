@@ -257,6 +257,30 @@ def test_other_device_dataset_is_refused_unless_new(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("ds.old-*"))) == 1
 
 
+def test_a_new_dataset_keeps_its_directory_locked(tmp_path, monkeypatch):
+    """--new-dataset moves the old dataset aside with the lock file the run holds: the directory it then collects
+    into had no lock held, and a second run into it was let in beside the first."""
+    from autoheur.collect.store import one_writer
+
+    root = tmp_path / "ds"
+    collect(TINY[:1], root, OPTS, log=quiet)
+    real, second = DatasetStore.done_problems, []
+
+    def done_problems(self):  # while the run collects into the new directory: a second writer tries it
+        try:
+            with one_writer(root):
+                second.append("let in")
+        except ValueError:
+            second.append("refused")
+        return real(self)
+
+    monkeypatch.setattr(DatasetStore, "done_problems", done_problems)
+    assert collect(TINY[1:], root, OPTS, new=True, log=quiet)["done"] == 1
+    assert second and set(second) == {"refused"}
+    (aside,) = tmp_path.glob("ds.old-*")
+    assert len(DatasetStore.load(aside).parts()) == 1 and len(DatasetStore.load(root).parts()) == 1
+
+
 def test_older_timing_protocol_is_refused(tmp_path, monkeypatch):
     root = tmp_path / "ds"
     real = runner.dataset_metadata
