@@ -205,6 +205,13 @@ class Tuner:
                 self._identities[spec.name] = lookup_identity(names, spec.to_dict())
             return self._identities[spec.name]
 
+    def ranker_identity(self, spec: DeviceSpec) -> str:
+        """`model_identity`, or "fixed list" where the model it names is unusable (`model` is None: a borrowed model
+        that does not load stands down for the fixed list): the ranker a choice made now is recorded with. Loads the
+        model; `_lookup` asks it only where a cached choice's record is not `model_identity`'s."""
+        identity = self.model_identity(spec)
+        return "fixed list" if self.model(spec) is None else identity
+
     def compile_pool(self):
         """The compile workers of this process (started on first use, shut down after AUTOHEUR_COMPILE_POOL_IDLE_S
         seconds without work, default 120)."""
@@ -295,9 +302,11 @@ class Tuner:
             return None
         ranked_by = hit.get("model")  # absent in entries of earlier versions: kept
         if ranked_by is not None and ranked_by != self.model_identity(call.device):  # (an exhaustive choice: none)
-            log.info("autoheur: cached choice for %s was ranked by %s, this GPU's model is now %s: tuning again",
-                     tkey.to_str(), ranked_by, self.model_identity(call.device))  # fmt: skip
-            return None
+            now = self.ranker_identity(call.device)
+            if ranked_by != now:
+                log.info("autoheur: cached choice for %s was ranked by %s, this GPU's model is now %s: tuning again",
+                         tkey.to_str(), ranked_by, now)  # fmt: skip
+                return None
         choice = choice_from_id(hit["config"])
         reason = None if isinstance(choice, AtenChoice) else infeasible_reason(choice, call.signature, call.device)
         if reason is not None:
@@ -312,6 +321,8 @@ class Tuner:
         mode, k = tune_mode(), top_k_setting()
         aten = aten and mode != "off"
         t0 = time.perf_counter()
+        if mode != "exhaustive":  # the lookup's model, read before the model that ranks is loaded
+            self.model_identity(call.device)
         cands, source = self.candidates(call, mode, k)
         cands = [c for c in cands if infeasible_reason(c, call.signature, call.device) is None]
         if mode == "off" or (len(cands) == 1 and not aten):
@@ -322,7 +333,7 @@ class Tuner:
             winner, ms = time_candidates(call, cands, aten=aten)
         wall = time.perf_counter() - t0
         source += " + aten" if aten else ""
-        ranked_by = {} if mode == "exhaustive" else {"model": self.model_identity(call.device)}
+        ranked_by = {} if mode == "exhaustive" else {"model": self.ranker_identity(call.device)}
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
                         "candidates": len(cands) + aten, "tune_s": round(wall, 3), **ranked_by})  # fmt: skip
         log.info(

@@ -215,7 +215,6 @@ def test_a_cached_choice_of_another_model_is_tuned_again(tmp_path, monkeypatch, 
     monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
     monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
     monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
-    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None, spec=None: (None, "none"))
     monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path / "models")  # nothing shipped
     monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
     (tmp_path / "models").mkdir()
@@ -223,6 +222,10 @@ def test_a_cached_choice_of_another_model_is_tuned_again(tmp_path, monkeypatch, 
     key = tune_key(call).to_str()
     listed = [c.config_id for c in feasible_configs(call.signature, call.device)[:3]]
     monkeypatch.setattr(artifact, "fallback_list", lambda directory=None: listed)
+    mine = _ListModel(listed)  # the GPU's own model, once its file is there
+    monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None, spec=None: (
+        (mine, "mine") if (tmp_path / "models" / "mine.joblib").exists() and spec is not None else (None, "none")
+    ))  # fmt: skip
 
     def run():
         with warnings.catch_warnings():
@@ -242,3 +245,69 @@ def test_a_cached_choice_of_another_model_is_tuned_again(tmp_path, monkeypatch, 
     cache = tuner_mod.Tuner().cache(call.device.name)
     cache.path.write_text(json.dumps({key: {"config": KernelConfig(32, 32, 32, 3, 2).config_id, "mode": "predicted"}}))
     assert "model" not in run() and timed == [2, 2]  # an earlier version's entry: kept
+
+
+class _ListModel:
+    """A stand-in model that ranks a given list of configs first."""
+
+    meta = {"model": "list"}
+    device: dict = {}
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def top_k(self, problem, k, device=None, signature=None):
+        return [(KernelConfig.from_id(c), 0.0) for c in self.ids[:k]]
+
+    def extrapolation(self, problem, device):
+        return []
+
+
+def test_a_choice_the_fixed_list_made_for_an_unusable_borrowed_model_says_so(tmp_path, monkeypatch, caplog):
+    """A GPU without a model of its own whose nearest kin's model does not load ranks with the fixed list: its choices
+    were recorded as the borrowed model's, so they stayed for good once that model loaded again. A choice records the
+    fixed list then, is kept while the borrowed model stays unusable, and is tuned again once it ranks."""
+    from autoheur.device import H100_SXM
+    from autoheur.models import artifact
+
+    timed = []
+
+    def fake_timing(call, cfgs, aten=False):
+        timed.append(len(cfgs))
+        return cfgs[-1], 1.0
+
+    monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
+    monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
+    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
+    monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path / "models")
+    monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
+    monkeypatch.delenv("AUTOHEUR_BORROW_MODEL", raising=False)
+    (tmp_path / "models").mkdir()
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    key = tune_key(call).to_str()
+    listed = [c.config_id for c in feasible_configs(call.signature, call.device)[:3]]
+    monkeypatch.setattr(artifact, "fallback_list", lambda directory=None: listed)
+    kin = {**H100_SXM.to_dict(), **call.device.to_dict(), "name": "NVIDIA H800"}  # the same architecture
+    side = {"family": "triton", "device": kin, "created_at": "2026-12-01T00:00:00+00:00"}
+    (tmp_path / "models" / "h800.joblib").write_bytes(b"not a model")  # unusable: the fixed list ranks
+    (tmp_path / "models" / "h800.json").write_text(json.dumps(side))
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fallback's warnings
+            tuner_mod.Tuner().config_for(call)  # a fresh process: the disk cache only
+        return tuner_mod.Tuner().cache(call.device.name).get(key)
+
+    assert run()["model"] == "fixed list" and timed == [2]
+    assert run()["model"] == "fixed list" and timed == [2]  # still the fixed list's to make: kept
+    real = artifact.model_for_device
+
+    def loads_again(name, directory=None, spec=None):  # the borrowed model loads again
+        return (_ListModel(listed[1:]), "borrowed") if spec is not None else real(name, directory, spec=spec)
+
+    monkeypatch.setattr(artifact, "model_for_device", loads_again)
+    with caplog.at_level(logging.INFO, logger="autoheur"):
+        assert run()["model"].startswith("h800.joblib 2026-12-01") and timed == [2, 2]
+    said = "was ranked by fixed list, this GPU's model is now h800.joblib"
+    assert any(said in r.getMessage() for r in caplog.records)
+    assert run()["model"].startswith("h800.joblib") and timed == [2, 2]
