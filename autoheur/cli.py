@@ -343,7 +343,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     data = Path(args.data)
     first = Path(os.environ.get("AUTOHEUR_MODELS_DIR") or MODELS_DIR)  # where lookups look first (made if missing)
-    out = Path(args.out) if args.out else first / f"{data.resolve().name}.joblib"  # `--data .`: the directory's name
+    # `--data .` or `..`: the directory's name (lexically: a link to a dataset is named as given, not by its target)
+    out = Path(args.out) if args.out else first / f"{Path(os.path.abspath(data)).name}.joblib"
     why = _cannot_write(out, "--out" if args.out else "the default --out")
     if why is None and out.suffix == ".json":  # the side-car's name: model and side-car would be one file
         why = f"--out {out}: .json is the model's side-car; give the model a .joblib path"

@@ -305,3 +305,9 @@ def test_train_names_the_model_after_the_dataset_directory_given_as_dot(tmp_path
     assert saved == [tmp_path / "own" / "gpu-x.joblib"] and f"saved {tmp_path / 'own' / 'gpu-x.joblib'}" in (
         capsys.readouterr().out
     )
+    (tmp_path / "store-7").mkdir()  # a dataset directory that is a link: named as given, as before `.` was
+    (tmp_path / "data" / "gpu-y").symlink_to(tmp_path / "store-7")
+    assert main(["train", "--data", str(tmp_path / "data" / "gpu-y")]) == 0
+    assert saved[1:] == [tmp_path / "own" / "gpu-y.joblib"]
+    assert main(["train", "--data", ".."]) == 0  # cd data/gpu-x/sub, say
+    assert saved[2:] == [tmp_path / "own" / "data.joblib"]
