@@ -144,17 +144,21 @@ def _int(rec: dict, key: str, low: int = 0, high: int = MAX_EXTENT) -> int:
     v = rec[key]
     if isinstance(v, bool):
         raise ValueError(f"{key}={v!r} is not an integer")
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key}={v!r} is not an integer") from None
-    if not f.is_integer():
-        raise ValueError(f"{key}={v!r} is not an integer")
-    if f < low:
-        raise ValueError(f"{key}={int(f)} must be >= {low}")
-    if f > high:  # a group count past int32, a seed past torch's 64 bits: refused here, not deep in torch
+    if isinstance(v, int) or (isinstance(v, str) and re.fullmatch(r"\s*[+-]?\d+\s*", v)):
+        n = int(v)  # exactly: through a float, a seed past 2**53 became another, and 2**64 - 1 was "past" 2**64 - 1
+    else:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"{key}={v!r} is not an integer") from None
+        if not f.is_integer():
+            raise ValueError(f"{key}={v!r} is not an integer")
+        n = int(f)
+    if n < low:
+        raise ValueError(f"{key}={n} must be >= {low}")
+    if n > high:  # a group count past int32, a seed past torch's 64 bits: refused here, not deep in torch
         raise ValueError(f"{key}={v!r} is past {high}")
-    return int(f)
+    return n
 
 
 def _sizes(v) -> tuple[int, ...]:

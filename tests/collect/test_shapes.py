@@ -421,3 +421,15 @@ def test_an_unused_dim_may_be_the_sum_of_the_sizes_and_a_pipe_is_a_file(tmp_path
     assert c.sizes == (3, 4) and c.n == 32
     with pytest.raises(ValueError, match="is a directory"):
         load_shapes(tmp_path)
+
+
+@pytest.mark.parametrize("seed", [2**64 - 1, 2**53 + 1, str(2**53 + 1)])
+def test_a_seed_is_read_exactly(seed):
+    """A seed went through a float: 2**64 - 1, a seed torch takes, was refused as "past 18446744073709551615", and
+    2**53 + 1 drew the routing of seed 2**53."""
+    import torch
+
+    from autoheur.collect.workloads import distribute_rows
+
+    p = problem_from_record({"groups": 8, "total": 512, "routing": "zipf", "seed": seed, "n": 64, "k": 64})
+    assert p.sizes == tuple(distribute_rows(512, 8, "zipf", torch.Generator().manual_seed(int(seed)), None))
