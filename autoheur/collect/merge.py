@@ -47,8 +47,9 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
     with contextlib.ExitStack() as held:  # no collection or pass writes into a source or dest meanwhile (one_writer)
         for root in dict.fromkeys(s.root.resolve() for s in stores):  # once each: a second flock would refuse itself
             held.enter_context(one_writer(root))
-        if _has_entries(dest):
+        if dest.is_dir():  # an existing destination, empty too: no collection starts into it meanwhile
             held.enter_context(one_writer(dest))
+        if _has_entries(dest):
             hint = f"merge into another directory (another --into than {dest})"
             return _merge_into(stores, DatasetStore.open(dest, stores[0].meta, hint=hint), finished)
         return _merge_new(stores, dest, finished)

@@ -164,13 +164,16 @@ def test_a_merge_that_fails_leaves_no_new_destination(tmp_path):
     assert merge([tmp_path / "good"], tmp_path / "empty")["problems"] == 2
     assert DatasetStore.load(tmp_path / "empty").done_problems() == {problem_id(p) for p in PROBLEMS[:2]}
     # a directory holding only a writer lock (left by a collection or pass refused before it wrote) is as empty
-    from autoheur.collect.store import WRITER_LOCK
+    from autoheur.collect.store import WRITER_LOCK, one_writer
 
     (tmp_path / "locked").mkdir()
     (tmp_path / "locked" / WRITER_LOCK).touch()
     with pytest.raises(ValueError):
         merge([tmp_path / "good", tmp_path / "bad"], tmp_path / "locked")
     assert [p.name for p in (tmp_path / "locked").iterdir()] == [WRITER_LOCK]  # not half a merge
+    with one_writer(tmp_path / "locked"):  # a collection started into it: an empty destination is locked too
+        with pytest.raises(ValueError, match="is writing into"):
+            merge([tmp_path / "good"], tmp_path / "locked")
     assert merge([tmp_path / "good"], tmp_path / "locked")["problems"] == 2
 
 
