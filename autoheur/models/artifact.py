@@ -439,7 +439,7 @@ def lookup_identity(names: list[str], spec: dict | None = None) -> str:
         path = near[0] if near is not None else None
     if path is None:
         return "fixed list"
-    side = dict(models)[path]
+    side = dict(models).get(path, {})  # (a model removed between the two reads of the side-cars: named by its file)
     return f"{path.name} {side.get('created_at')} {side.get('train_data_hash')}"
 
 
