@@ -19,6 +19,7 @@ from autoheur.models.evaluate import (
     check_aux_new_only,
     check_aux_problems,
     check_aux_share,
+    check_splits,
     cross_validate,
     is_boosted,
     make_model,
@@ -105,6 +106,10 @@ def eval_datasets(
                 "directories whose names tell their devices apart"
             )
         paths[name] = d
+    check_splits(splits, paths)  # a mistyped split or --aux-for name, before minutes of loading (cross_validate's)
+    unknown = sorted(set(aux_for) - set(paths))
+    if unknown:
+        raise ValueError(f"--aux-for names {unknown}, which are not among the datasets {sorted(paths)}")
     # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
     thin = auxiliary_only(list(paths), splits, aux_for)
     rows = (AUX_ROWS if aux_rows is None else aux_rows or None) if thin else None

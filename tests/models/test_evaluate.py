@@ -401,3 +401,24 @@ def test_the_method_describes_the_familys_ranker_and_oracle_and_defines_the_colu
     for text in (triton, inductor):
         assert "gain 2^label - 1" in text and "1.00, 1.02, 1.05, 1.10, 1.25, 1.50" in text
         assert "tau-b" in text and "censored ones tied last" in text and "tau is not the headline" in text
+
+
+def test_eval_refuses_a_mistyped_split_or_aux_dataset_before_any_data_loads(monkeypatch):
+    """`autoheur eval --splits ...` or `--aux-for NAME` naming no split or dataset of its --data is refused before
+    the datasets load (minutes and most of a 24 GB host for the H100 and H200 sets), not after."""
+    from autoheur.models import eval_datasets as eval_job
+    from autoheur.models.artifact import MODELS_DIR
+
+    def no_load(*a, **k):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(eval_job, "load_ranking_set", no_load)
+    data = [MODELS_DIR.parent / "data" / "inductor-nvidia-h200"]
+    for splits, aux_for, match in (
+        (["bogus"], (), "unknown splits"),
+        (["h200:lomo"], (), "unknown splits"),
+        (["cross_device"], (), "needs two datasets"),
+        (["group_kfold"], ["h300"], "h300"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            eval_job.eval_datasets(data, ["fixed_best"], splits, aux_for=aux_for)
