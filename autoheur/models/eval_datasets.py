@@ -78,6 +78,11 @@ def eval_datasets(
     cross-validate `models` on `splits`. `aux_rows`: None for AUX_ROWS, 0 for every row of auxiliary-only data."""
     t0 = time.time()
     models = list(models)
+    if not models:  # `--models ''` or `--models ,`: else a misleading "no fold has both problems ..." after loading
+        raise ValueError("--models names no model: give ranker names, comma-separated, or all")
+    twice = sorted({m for m in models if models.count(m) > 1})
+    if twice:  # each would be fitted and scored twice, and the summary count every problem of it twice
+        raise ValueError(f"--models names {', '.join(twice)} more than once")
     if not 0 <= fold_seed < 2**32:  # numpy's seed range; checked before minutes of loading
         raise ValueError(f"--fold-seed {fold_seed}: expected 0 to 2**32 - 1")
     check_aux_new_only(aux_new_only, aux_for)

@@ -422,3 +422,20 @@ def test_eval_refuses_a_mistyped_split_or_aux_dataset_before_any_data_loads(monk
     ):
         with pytest.raises(ValueError, match=match):
             eval_job.eval_datasets(data, ["fixed_best"], splits, aux_for=aux_for)
+
+
+def test_eval_refuses_no_model_or_a_model_named_twice(monkeypatch):
+    """`--models ''` read as no model ended in "no fold has both problems to train on ..." after the data loaded;
+    `--models fixed_best,fixed_best` scored every problem twice, the summary counting each twice (126 problems of 63,
+    another P10). Both are refused before anything loads."""
+    from autoheur.models import eval_datasets as eval_job
+    from autoheur.models.artifact import MODELS_DIR
+
+    def no_load(*a, **k):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(eval_job, "load_ranking_set", no_load)
+    data = [MODELS_DIR.parent / "data" / "inductor-nvidia-h200"]
+    for text, match in (("", "names no model"), (",", "names no model"), ("fixed_best, fixed_best", "more than once")):
+        with pytest.raises(ValueError, match=match):
+            eval_job.eval_datasets(data, eval_job.model_names(text), ["group_kfold"])
