@@ -142,14 +142,15 @@ def write_eval_report(
     fold_seed: int = 0,
 ) -> Path:
     """The run's tables (per_problem.csv.gz, summary.csv, fits.csv) under `out`, and its markdown report with plots
-    and the default ranker's feature importances (fitted on the first dataset the splits test on; without matplotlib,
-    report.py writes the report as tables and says so)."""
+    and the default ranker's feature importances (fitted on the first dataset of `data` that is not only auxiliary
+    training data, whose problems the tuning cost counts too; without matplotlib, report.py writes the report as
+    tables and says so)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run.per_problem.to_csv(out / "per_problem.csv.gz", index=False)  # compression from the suffix
     run.summary.to_csv(out / "summary.csv", index=False)
     pd.DataFrame(run.fits).to_csv(out / "fits.csv", index=False)
-    first = next(rs for name, rs in run.sets.items() if name not in run.thin)
+    name, first = next((name, rs) for name, rs in run.sets.items() if name not in run.thin)
     imp = None
     if "xgb_ranker" in models:
         from autoheur.models.rankers import XGBRankerModel
@@ -167,8 +168,14 @@ def write_eval_report(
         + (EVAL_THIN.format(", ".join(run.thin), run.rows) if run.rows else "")
         + (EVAL_FOLD_SEED.format(fold_seed) if fold_seed else ""),
     }
+    cost = tuning_cost(first, family=run.family)
+    cost.attrs["basis"] = f"Dataset: {name}. {cost.attrs['basis']}"  # with two --data, which one's problems
+    note = (
+        f"xgb_ranker fitted once on every problem of {name} (a fit of its own, not one of the splits' held-out fits); "
+        "gain: each feature's share of the total gain of the trees' splits on it."
+    )
     return write_report(run.per_problem, run.summary, out, title="autoheur evaluation", meta=meta, importances=imp,
-                        tuning_cost=tuning_cost(first, family=run.family))  # fmt: skip
+                        tuning_cost=cost, importance_note=note)  # fmt: skip
 
 
 def eval_method(run: EvalRun) -> str:

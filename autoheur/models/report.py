@@ -56,13 +56,15 @@ def write_report(
     importances: Mapping[str, Mapping[str, float]] | None = None,
     tuning_cost: pd.DataFrame | None = None,
     models: Sequence[str] | None = None,
+    importance_note: str | None = None,
 ) -> Path:
     """Write `report.md` and its PNGs into `out_dir` (created if needed); return the path of `report.md`.
 
     per_problem: one row per (split, fold, model, problem), the columns of `metrics.evaluate` plus split, fold, model,
         problem_name, family, device. summary: one row per (split, subset, model) with `metrics.summarize` figures.
     meta: shown as a table at the top; its "method" entry is the "How measured" paragraph instead.
-    importances: model -> feature -> gain; the top 20 of each model are plotted.
+    importances: model -> feature -> gain; the top 20 of each model are plotted. importance_note: what model and data
+        they are of, printed under the section's heading.
     tuning_cost: rows of method, configs, est_seconds (all NaN: not shown, the estimate does not apply) and an
         optional note; its attrs["basis"], the estimate's assumptions in words, is printed under the table.
     models: the order of models in tables and legends (models not named follow in order of appearance); its first
@@ -93,7 +95,7 @@ def write_report(
     for split in splits:
         lines += _guard(f"split {split}", lambda split=split: _split_section(ctx, pp, sm, split))
 
-    lines += _guard("feature importances", lambda: _importance_section(ctx, importances))
+    lines += _guard("feature importances", lambda: _importance_section(ctx, importances, importance_note))
     lines += _guard("tuning cost", lambda: _tuning_section(tuning_cost))
 
     path = out / "report.md"
@@ -528,10 +530,14 @@ def _family_plot(ctx: _Context, d: pd.DataFrame, split: str) -> list[str]:
     return _save(ctx, fig, f"{split}-family-{ctx.default}", f"{split}: best-of-10 efficiency by family")
 
 
-def _importance_section(ctx: _Context, importances: Mapping[str, Mapping[str, float]] | None) -> list[str]:
+def _importance_section(
+    ctx: _Context, importances: Mapping[str, Mapping[str, float]] | None, note: str | None = None
+) -> list[str]:
     if importances is None:
         return []
     lines = ["## Feature importances", ""]
+    if note:
+        lines += [note.strip(), ""]
     if not importances:
         return lines + ["_No feature importances given._", ""]
     for model, imp in importances.items():

@@ -439,3 +439,30 @@ def test_eval_refuses_no_model_or_a_model_named_twice(monkeypatch):
     for text, match in (("", "names no model"), (",", "names no model"), ("fixed_best, fixed_best", "more than once")):
         with pytest.raises(ValueError, match=match):
             eval_job.eval_datasets(data, eval_job.model_names(text), ["group_kfold"])
+
+
+def test_the_report_names_the_dataset_of_its_importances_and_tuning_cost(h100_slice, tmp_path, monkeypatch):
+    """With two --data, the feature importances and the tuning cost are of one dataset's problems (the importances of
+    a fit of their own on all of them): the report says which, where it had left both numbers unexplained."""
+    from autoheur.models import rankers
+    from autoheur.models.eval_datasets import EvalRun, write_eval_report
+
+    class Fit:  # xgb_ranker's fit on all of a dataset, as the report makes it, without the minutes
+        def __init__(self, **kw):
+            pass
+
+        def fit(self, rs):
+            self.feature_importances_ = {"f0": 0.75, "f1": 0.25}
+            return self
+
+    monkeypatch.setattr(rankers, "XGBRankerModel", Fit)
+    pids = h100_slice.problems
+    sets = {"h100": h100_slice.subset(pids[:20]), "h200": _other_device(h100_slice).subset(pids[10:])}
+    pp = pd.DataFrame({"split": ["h100->h200"], "fold": ["all"], "model": ["xgb_ranker"], "problem_id": ["p"],
+                       "oracle_ms": [0.2], "eff_top1": [1.0], "eff_best10": [1.0], "oracle_in_top10": [True],
+                       "ndcg10": [1.0], "kendall_tau": [0.5]})  # fmt: skip
+    run = EvalRun(pp, summarize_splits(pp), [], sets, {})
+    text = write_eval_report(run, tmp_path / "r", ["xgb_ranker"], data=["d/h100", "d/h200"], command="c").read_text()
+    importances = text.split("## Feature importances", 1)[1].split("## Tuning cost")[0]
+    assert "xgb_ranker fitted once on every problem of h100" in importances
+    assert "Dataset: h100. " in text.split("## Tuning cost", 1)[1] and "the dataset's 20 problems" in text
