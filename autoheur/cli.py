@@ -578,6 +578,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _tune_line(row: dict) -> str:
+    if "skipped" in row:
+        return f"{row['problem'][:44]:44s} skipped: {row['skipped']}"
     line = (f"{row['problem'][:44]:44s} {row['config']:28s} {row['ms']:.4f} ms  tuned in {row['tune_s']:.2f} s "
             f"({row['candidates']} candidates: {row['source']})")  # fmt: skip
     if "exhaustive_ms" in row:

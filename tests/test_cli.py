@@ -311,3 +311,18 @@ def test_train_names_the_model_after_the_dataset_directory_given_as_dot(tmp_path
     assert saved[1:] == [tmp_path / "own" / "gpu-y.joblib"]
     assert main(["train", "--data", ".."]) == 0  # cd data/gpu-x/sub, say
     assert saved[2:] == [tmp_path / "own" / "data.joblib"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a tiny problem in the interpreter")
+def test_tune_skips_a_problem_that_never_launches_the_kernel(tmp_path, capsys, monkeypatch):
+    """No rows (an empty output): the run time returns it before any tuning, and `autoheur collect` skips it; tune
+    printed a "chosen" config and a time for launches that compute nothing."""
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"sizes": [0, 0], "n": 32, "k": 32, "dtype": "float32", "name": "empty"}\n')
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("empty") and "skipped: never launches the kernel" in line and " ms " not in line
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["problem"] == "empty" and "config" not in row and "skipped" in row

@@ -5,7 +5,9 @@ timed on the problem's inputs (compiled in parallel first, where AUTOHEUR_COMPIL
 torch._grouped_mm timed beside them where AUTOHEUR_ATEN says, as at run time), the chosen config ("aten" when
 torch's own won), its time and
 the tuning wall time (compile included); with `compare_exhaustive`, the same for every feasible config (compiled on
-processes, as exhaustive tuning is). Nothing is cached: this measures tuning, it does not feed the run-time cache.
+processes, as exhaustive tuning is). A problem whose call never launches the kernel (no rows or columns: an empty
+output, which the run time returns at once) is a row of its name and "skipped" alone. Nothing is cached: this
+measures tuning, it does not feed the run-time cache.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
     check_settings()  # a bad AUTOHEUR_* knob before the first problem's work
     tuner = Tuner()
     for p in problems:
+        if not p.launches:  # an empty output: the run time returns it before any tuning, as collect skips it
+            yield {"problem": p.name, "skipped": "never launches the kernel (an empty output): nothing to tune"}
+            continue
         a, b, offs = p.make_inputs(device)
         try:
             call = validate(a, b, offs)
