@@ -168,10 +168,9 @@ def test_the_in_process_memo_keeps_aten_choices_apart(monkeypatch):
     assert tuner.config_for(call) is not ATEN
 
 
-def test_a_cached_choice_answers_only_its_own_mode_and_weaker_ones(monkeypatch):
-    """An untimed AUTOHEUR_TUNE=off pick in the disk cache is tuned again when a later process asks for `predicted`
-    (a quick smoke test must not leave production on untimed configs), and a predicted one again for `exhaustive`;
-    a stronger mode's choice answers a weaker mode's request."""
+def _fake_tuning(monkeypatch) -> list[int]:
+    """Tuning with no compile and no timing: the last candidate wins; the list returned gets each tuning's count of
+    candidates."""
     timed = []
 
     def fake_timing(call, cfgs, aten=False):
@@ -181,6 +180,29 @@ def test_a_cached_choice_answers_only_its_own_mode_and_weaker_ones(monkeypatch):
     monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
     monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
     monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
+    return timed
+
+
+def _no_models(tmp_path, monkeypatch) -> tuple:
+    """An empty models directory (tmp_path/models, the lookups' only one; borrowing on) and a fixed list of the call's
+    first three feasible configs: (the call, its tuning key, that list)."""
+    from autoheur.models import artifact
+
+    monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path / "models")
+    monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
+    monkeypatch.delenv("AUTOHEUR_BORROW_MODEL", raising=False)
+    (tmp_path / "models").mkdir()
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    listed = [c.config_id for c in feasible_configs(call.signature, call.device)[:3]]
+    monkeypatch.setattr(artifact, "fallback_list", lambda directory=None: listed)
+    return call, tune_key(call).to_str(), listed
+
+
+def test_a_cached_choice_answers_only_its_own_mode_and_weaker_ones(monkeypatch):
+    """An untimed AUTOHEUR_TUNE=off pick in the disk cache is tuned again when a later process asks for `predicted`
+    (a quick smoke test must not leave production on untimed configs), and a predicted one again for `exhaustive`;
+    a stronger mode's choice answers a weaker mode's request."""
+    timed = _fake_tuning(monkeypatch)
     call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
     key = tune_key(call).to_str()
 
@@ -206,22 +228,8 @@ def test_a_cached_choice_of_another_model_is_tuned_again(tmp_path, monkeypatch, 
     an entry of an earlier version (no model recorded) is kept."""
     from autoheur.models import artifact
 
-    timed = []
-
-    def fake_timing(call, cfgs, aten=False):
-        timed.append(len(cfgs))
-        return cfgs[-1], 1.0
-
-    monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
-    monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
-    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
-    monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path / "models")  # nothing shipped
-    monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
-    (tmp_path / "models").mkdir()
-    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
-    key = tune_key(call).to_str()
-    listed = [c.config_id for c in feasible_configs(call.signature, call.device)[:3]]
-    monkeypatch.setattr(artifact, "fallback_list", lambda directory=None: listed)
+    timed = _fake_tuning(monkeypatch)
+    call, key, listed = _no_models(tmp_path, monkeypatch)
     mine = _ListModel(listed)  # the GPU's own model, once its file is there
     monkeypatch.setattr(artifact, "model_for_device", lambda name, directory=None, spec=None: (
         (mine, "mine") if (tmp_path / "models" / "mine.joblib").exists() and spec is not None else (None, "none")
@@ -270,23 +278,8 @@ def test_a_choice_the_fixed_list_made_for_an_unusable_borrowed_model_says_so(tmp
     from autoheur.device import H100_SXM
     from autoheur.models import artifact
 
-    timed = []
-
-    def fake_timing(call, cfgs, aten=False):
-        timed.append(len(cfgs))
-        return cfgs[-1], 1.0
-
-    monkeypatch.setattr(tuner_mod, "time_candidates", fake_timing)
-    monkeypatch.setattr(tuner_mod, "compile_in_parallel", lambda call, cfgs, pool=None, where=None: cfgs)
-    monkeypatch.setattr(tuner_mod, "aten_for", lambda call: False)
-    monkeypatch.setattr(artifact, "MODELS_DIR", tmp_path / "models")
-    monkeypatch.delenv("AUTOHEUR_MODELS_DIR", raising=False)
-    monkeypatch.delenv("AUTOHEUR_BORROW_MODEL", raising=False)
-    (tmp_path / "models").mkdir()
-    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
-    key = tune_key(call).to_str()
-    listed = [c.config_id for c in feasible_configs(call.signature, call.device)[:3]]
-    monkeypatch.setattr(artifact, "fallback_list", lambda directory=None: listed)
+    timed = _fake_tuning(monkeypatch)
+    call, key, listed = _no_models(tmp_path, monkeypatch)
     kin = {**H100_SXM.to_dict(), **call.device.to_dict(), "name": "NVIDIA H800"}  # the same architecture
     side = {"family": "triton", "device": kin, "created_at": "2026-12-01T00:00:00+00:00"}
     (tmp_path / "models" / "h800.joblib").write_bytes(b"not a model")  # unusable: the fixed list ranks
