@@ -186,7 +186,10 @@ def eval_method(run: EvalRun) -> str:
     cross = [str(s) for s in dict.fromkeys(run.per_problem["split"]) if "->" in str(s)] if len(run.per_problem) else []
     text = EVAL_HELD_OUT_CROSS.format(", ".join(cross)) if cross else EVAL_HELD_OUT
     text += EVAL_DESIGN_INDUCTOR if inductor else EVAL_DESIGN_TRITON
-    text += EVAL_SPLITS + (EVAL_ORACLE_INDUCTOR if inductor else EVAL_ORACLE_TRITON)
+    splits = [str(s) for s in dict.fromkeys(run.per_problem["split"])] if len(run.per_problem) else []
+    kinds = [kind for kind in EVAL_SPLITS if any(_split_kind(s) == kind for s in splits)]
+    text += "; ".join(EVAL_SPLITS[kind] for kind in kinds or EVAL_SPLITS) + ". Efficiency = oracle time / chosen time, "
+    text += EVAL_ORACLE_INDUCTOR if inductor else EVAL_ORACLE_TRITON
     counts = ", ".join(f"{name} {rs.no_oracle}" for name, rs in run.sets.items())
     return text + EVAL_NO_ORACLE.format(counts) + EVAL_COLUMNS + (EVAL_TAU_INDUCTOR if inductor else EVAL_TAU_TRITON)
 
@@ -214,15 +217,26 @@ EVAL_DESIGN_INDUCTOR = (
     "On Inductor's template family the default xgb_ranker is one model (no re-ranker and no layout experts: the data "
     "hold one layout) whose objective an inner 2-fold CV picks on each fold's training problems "
     "(rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's held-out figures: that one "
-    "choice between two procedures was made on them. Subset design_unseen is the problems models/design-seen.txt "
-    "does not list. "
+    "choice between two procedures was made on them. Its hedge, the last 4 of the 10 slots filled from the training "
+    "problems' best fixed list or none, an inner 5-fold CV picks on each fold's training problems too (chosen on a "
+    "dev CV of fold 0's training problems, BENCHMARKS.md stop 81). Subset design_unseen is the problems "
+    "models/design-seen.txt does not list. "
 )
-EVAL_SPLITS = (
-    "group_kfold: 5 folds over whole problems; lomo: each public model family held out in turn; A->B: fit on all of "
-    "device A's problems, ranked on device B's problems with B's fingerprint; a problem id names a shape, not a "
-    "device, so A's fit trained (on A's timings) on every problem of B that A holds too, and subset unseen is B's "
-    "problems A lacks. Efficiency = oracle time / chosen time, "
-)
+# what each kind of split holds out, said for the kinds a run has (all of them where it has none: a bare report)
+EVAL_SPLITS = {
+    "group_kfold": "group_kfold: 5 folds over whole problems",
+    "lomo": "lomo: each public model family held out in turn",
+    "cross": "A->B: fit on all of device A's problems, ranked on device B's problems with B's fingerprint; a problem "
+    "id names a shape, not a device, so A's fit trained (on A's timings) on every problem of B that A holds too, and "
+    "subset unseen is B's problems A lacks",
+}
+
+
+def _split_kind(split: str) -> str:
+    """ "h100:group_kfold" -> "group_kfold", "h100->h200" -> "cross" (the keys of EVAL_SPLITS)."""
+    return "cross" if "->" in split else split.rsplit(":", 1)[-1]
+
+
 EVAL_ORACLE_TRITON = (
     "where the oracle is the fastest config of the exhaustive collection, its retimed and refined rows included, and "
     "its polished rows too, each problem's rescaled by the median ratio of their times to the earlier ones "

@@ -392,12 +392,25 @@ def test_the_method_says_what_each_split_held_out_and_what_was_left_out():
     assert "by dataset: h100 3." in _method("triton", ["h100:group_kfold"], no_oracle=3)
 
 
+def test_the_method_describes_the_splits_the_run_has():
+    """It described group_kfold, lomo and the cross-device pairs whatever the run held."""
+    kfold = _method("triton", ["h100:group_kfold"])
+    assert "group_kfold: 5 folds over whole problems. Efficiency" in kfold
+    assert "lomo:" not in kfold and "A->B" not in kfold
+    both = _method("inductor", ["h200:group_kfold", "h200:lomo"])
+    assert "group_kfold: 5 folds over whole problems; lomo: each public model family held out in turn. " in both
+    assert "A->B" not in both
+    cross = _method("triton", ["h100->h200"])
+    assert "A->B: fit on all of device A's problems" in cross and "group_kfold:" not in cross
+
+
 def test_the_method_describes_the_familys_ranker_and_oracle_and_defines_the_columns():
     triton, inductor = _method("triton", ["s"]), _method("inductor", ["s"])
     assert "re-ranker over its best 48, one per layout kind" in triton and "polished rows" in triton
     assert "store.align_session" in triton
     assert "one layout kind" not in inductor and "no re-ranker" in inductor and "polished" not in inductor
     assert "Inductor's max-autotune benchmarker" in inductor
+    assert "Its hedge, the last 4 of the 10 slots" in inductor and "hedge" not in triton
     for text in (triton, inductor):
         assert "gain 2^label - 1" in text and "1.00, 1.02, 1.05, 1.10, 1.25, 1.50" in text
         assert "tau-b" in text and "censored ones tied last" in text and "tau is not the headline" in text
