@@ -572,6 +572,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a problem the kernel cannot run here, or a bad AUTOHEUR_* setting
         print(f"autoheur tune: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # no candidate of a problem compiled or ran: a failure, not a usage error
+        print(f"autoheur tune: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0

@@ -326,3 +326,31 @@ def test_tune_skips_a_problem_that_never_launches_the_kernel(tmp_path, capsys, m
     assert main(["tune", "--shapes", str(shapes), "--top-k", "1", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["problem"] == "empty" and "config" not in row and "skipped" in row
+
+
+def test_tune_of_a_problem_no_candidate_can_run_names_it(tmp_path, capsys, monkeypatch):
+    """Every candidate failing to compile or run is a failure (exit 1) said with the problem's name, not a traceback;
+    the problems tuned before it are printed."""
+    from autoheur.inference import tune
+
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
+    real = tune.compile_in_parallel
+    calls = []
+
+    def second_fails(call, cfgs, pool=None, where=None):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError(f"none of the {len(cfgs)} candidate configs compiled and computed a correct result")
+        return real(call, cfgs, pool, where) if where else real(call, cfgs, pool)
+
+    monkeypatch.setattr(tune, "compile_in_parallel", second_fails)
+    shapes = tmp_path / "s.jsonl"
+    line = '{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32", "name": "%s"}\n'
+    shapes.write_text(line % "first" + line % "second")
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 1
+    out = capsys.readouterr()
+    assert out.out.startswith("first ") and "second" not in out.out
+    assert (
+        out.err
+        == "autoheur tune: problem 'second': none of the 1 candidate configs compiled and computed a correct result\n"
+    )

@@ -47,18 +47,25 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
             call = validate(a, b, offs)
         except (ValueError, TypeError) as exc:  # say which problem: a shapes file may hold many
             raise ValueError(f"problem {p.name!r}: {exc}") from exc
-        t0 = time.perf_counter()
-        cands, source = tuner.candidates(call, "predicted", k)
-        aten = aten_for(call)
-        cfg, ms = time_candidates(call, compile_in_parallel(call, cands, tuner.compile_pool()), aten=aten)
-        row = {"problem": p.name, "source": source + (" + aten" if aten else ""), "candidates": len(cands) + aten,
-               "config": cfg.config_id, "ms": ms, "tune_s": time.perf_counter() - t0}  # fmt: skip
-        if compare_exhaustive:
-            t1 = time.perf_counter()
-            every = list(feasible_configs(call.signature, call.device))
-            every_ok = compile_in_parallel(call, every, tuner.compile_pool(), where="processes")
-            best, best_ms = time_candidates(call, every_ok, aten=aten)
-            row.update({"exhaustive_config": best.config_id, "exhaustive_ms": best_ms,
-                        "exhaustive_configs": len(every), "exhaustive_s": time.perf_counter() - t1,
-                        "efficiency": best_ms / ms if ms else float("nan")})  # fmt: skip
-        yield row
+        try:
+            yield _tune_one(tuner, p, call, k, compare_exhaustive)
+        except RuntimeError as exc:  # no candidate compiled or ran: say which problem, as for a refused one
+            raise RuntimeError(f"problem {p.name!r}: {exc}") from exc
+
+
+def _tune_one(tuner: Tuner, p: Problem, call, k: int, compare_exhaustive: bool) -> dict:
+    t0 = time.perf_counter()
+    cands, source = tuner.candidates(call, "predicted", k)
+    aten = aten_for(call)
+    cfg, ms = time_candidates(call, compile_in_parallel(call, cands, tuner.compile_pool()), aten=aten)
+    row = {"problem": p.name, "source": source + (" + aten" if aten else ""), "candidates": len(cands) + aten,
+           "config": cfg.config_id, "ms": ms, "tune_s": time.perf_counter() - t0}  # fmt: skip
+    if compare_exhaustive:
+        t1 = time.perf_counter()
+        every = list(feasible_configs(call.signature, call.device))
+        every_ok = compile_in_parallel(call, every, tuner.compile_pool(), where="processes")
+        best, best_ms = time_candidates(call, every_ok, aten=aten)
+        row.update({"exhaustive_config": best.config_id, "exhaustive_ms": best_ms,
+                    "exhaustive_configs": len(every), "exhaustive_s": time.perf_counter() - t1,
+                    "efficiency": best_ms / ms if ms else float("nan")})  # fmt: skip
+    return row
