@@ -183,10 +183,10 @@ def eval_method(run: EvalRun) -> str:
     whose fits saw the same problem ids on the other device), the default ranker and its design as the datasets'
     kernel family has them, the oracle, the problems left out, and the columns."""
     inductor = run.family == "inductor"
-    cross = [str(s) for s in dict.fromkeys(run.per_problem["split"]) if "->" in str(s)] if len(run.per_problem) else []
+    splits = [str(s) for s in dict.fromkeys(run.per_problem["split"])] if len(run.per_problem) else []
+    cross = [s for s in splits if _split_kind(s) == "cross"]
     text = EVAL_HELD_OUT_CROSS.format(", ".join(cross)) if cross else EVAL_HELD_OUT
     text += EVAL_DESIGN_INDUCTOR if inductor else EVAL_DESIGN_TRITON
-    splits = [str(s) for s in dict.fromkeys(run.per_problem["split"])] if len(run.per_problem) else []
     kinds = [kind for kind in EVAL_SPLITS if any(_split_kind(s) == kind for s in splits)]
     text += "; ".join(EVAL_SPLITS[kind] for kind in kinds or EVAL_SPLITS) + ". Efficiency = oracle time / chosen time, "
     text += EVAL_ORACLE_INDUCTOR if inductor else EVAL_ORACLE_TRITON
@@ -233,7 +233,7 @@ EVAL_SPLITS = {
 
 
 def _split_kind(split: str) -> str:
-    """ "h100:group_kfold" -> "group_kfold", "h100->h200" -> "cross" (the keys of EVAL_SPLITS)."""
+    """A split's kind, a key of EVAL_SPLITS: "h100:group_kfold" -> "group_kfold", "h100->h200" -> "cross"."""
     return "cross" if "->" in split else split.rsplit(":", 1)[-1]
 
 
