@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoheur.collect.store import RETIME_KINDS, WRITER_LOCK, DatasetStore, _same_rows, one_writer
+from autoheur.collect.store import RETIME_KINDS, DatasetStore, _has_content, _same_rows, one_writer
 
 _KEEP_ONE = (
     "Keep one of the two: move the file that holds the measurement you drop out of its dataset (a pack also holds "
@@ -79,9 +79,10 @@ def _merge_new(stores: list[DatasetStore], dest: Path, finished: Sequence[str]) 
 
 
 def _has_entries(path: Path) -> bool:
-    """Anything in `path` but a writer lock (`one_writer`; one left by a run refused before it wrote): a directory
-    holding only that is a new destination, built beside and moved in when whole."""
-    return path.is_dir() and any(p.name != WRITER_LOCK for p in path.iterdir())
+    """Anything in `path` but a writer lock (`one_writer`; one left by a run refused before it wrote) and a killed
+    run's temp files (`store._has_content`, as `DatasetStore.open` counts them): a directory holding only those is a
+    new destination, built beside and moved in when whole."""
+    return _has_content(path)
 
 
 def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequence[str]) -> dict:

@@ -205,3 +205,22 @@ def test_a_merge_into_the_working_directory_or_a_link_to_an_empty_one(tmp_path, 
     assert merge([tmp_path / "src"], tmp_path / "link")["problems"] == 1
     assert (tmp_path / "link").is_symlink() and DatasetStore.load(tmp_path / "empty").done_problems()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing half-built left
+
+
+def test_a_destination_holding_only_a_killed_runs_temp_file_is_a_new_one(tmp_path):
+    """A collection killed writing the manifest leaves its lock and a temp file, and nothing a dataset holds: the
+    merge into it is built beside and moved in when whole, as into an empty directory, not half-filled when refused."""
+    from autoheur.collect.store import WRITER_LOCK
+
+    fill(tmp_path / "good", PROBLEMS[:2])
+    bad = fill(tmp_path / "bad", PROBLEMS[2:])
+    part = next(iter(bad.parts().values()))
+    part.write_bytes(part.read_bytes()[:100])  # cut short
+    dest = tmp_path / "killed"
+    dest.mkdir()
+    (dest / WRITER_LOCK).touch()
+    (dest / ".tmp-999999999-0123abcd.json").write_text("{")  # no such pid: a killed run's
+    with pytest.raises(ValueError):
+        merge([tmp_path / "good", tmp_path / "bad"], dest)
+    assert sorted(p.name for p in dest.iterdir()) == sorted([".tmp-999999999-0123abcd.json", WRITER_LOCK])
+    assert merge([tmp_path / "good"], dest)["problems"] == 2
