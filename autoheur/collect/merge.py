@@ -47,16 +47,21 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
     with contextlib.ExitStack() as held:  # no collection or pass writes into a source or dest meanwhile (one_writer)
         for root in dict.fromkeys(s.root.resolve() for s in stores):  # once each: a second flock would refuse itself
             held.enter_context(one_writer(root))
-        if dest.is_dir():  # an existing destination, empty too: no collection starts into it meanwhile
+        locked = dest.is_dir()
+        if locked:  # an existing destination, empty too: no collection starts into it meanwhile
             held.enter_context(one_writer(dest))
         if _has_entries(dest):
             hint = f"merge into another directory (another --into than {dest})"
             return _merge_into(stores, DatasetStore.open(dest, stores[0].meta, hint=hint), finished)
-        return _merge_new(stores, dest, finished)
+        return _merge_new(stores, dest, finished, None if locked else held)
 
 
-def _merge_new(stores: list[DatasetStore], dest: Path, finished: Sequence[str]) -> dict:
-    # A new destination is built beside it and renamed into place when whole: a source found corrupt half-way
+def _merge_new(
+    stores: list[DatasetStore], dest: Path, finished: Sequence[str], lock: contextlib.ExitStack | None
+) -> dict:
+    """`lock`: where the destination was missing at the start, the stack its writer lock is taken into when whole
+    (the directory made then): a collection may have made it meanwhile, and is not written beside."""
+    # A new destination is built beside it and moved into place when whole: a source found corrupt half-way
     # left a destination of some problems that later commands took for the merge (stop 80's audit). Beside the
     # resolved path: "." has no name to build beside, and a link to an empty directory stands for that directory.
     target = dest.resolve()
@@ -65,13 +70,15 @@ def _merge_new(stores: list[DatasetStore], dest: Path, finished: Sequence[str]) 
         shutil.rmtree(build)
     try:
         stats = _merge_into(stores, DatasetStore.open(build, stores[0].meta), finished)
-        if target.exists():  # empty (checked above), perhaps the working directory: filled, not replaced
-            manifest = build / "dataset.json"
-            for entry in [e for e in build.iterdir() if e != manifest] + [manifest]:  # a dataset when whole
-                entry.rename(target / entry.name)
-            build.rmdir()
-        else:
-            build.rename(target)
+        if lock is not None:  # missing at the start: made now, under its lock, or refused if another run holds it
+            lock.enter_context(one_writer(target))
+            if _has_entries(target) or not target.is_dir():
+                raise ValueError(f"another run wrote into {dest} during the merge: merge again, into it or elsewhere")
+        # empty, under its lock (perhaps the working directory): filled, not replaced
+        manifest = build / "dataset.json"
+        for entry in [e for e in build.iterdir() if e != manifest] + [manifest]:  # a dataset when whole
+            entry.rename(target / entry.name)
+        build.rmdir()
     finally:
         if build.exists():
             shutil.rmtree(build)

@@ -224,3 +224,33 @@ def test_a_destination_holding_only_a_killed_runs_temp_file_is_a_new_one(tmp_pat
         merge([tmp_path / "good", tmp_path / "bad"], dest)
     assert sorted(p.name for p in dest.iterdir()) == sorted([".tmp-999999999-0123abcd.json", WRITER_LOCK])
     assert merge([tmp_path / "good"], dest)["problems"] == 2
+
+
+@pytest.mark.parametrize("still_writing", [True, False])
+def test_a_new_destination_made_by_another_run_during_the_merge_is_not_filled(tmp_path, monkeypatch, still_writing):
+    """A destination missing when the merge starts is built beside: one a collection made meanwhile (still writing,
+    or done) was filled with the merge's files beside the collection's, not refused."""
+    from autoheur.collect import merge as merge_mod
+    from autoheur.collect.store import one_writer
+
+    fill(tmp_path / "good", PROBLEMS[:2])
+    dest = tmp_path / "new"
+    real, held = merge_mod._copy_run_logs, []
+
+    def meanwhile(src, out):  # a collection starts into the destination while the merge builds it
+        if not held:
+            lock = one_writer(dest)
+            lock.__enter__()
+            held.append(lock)
+            fill(dest, PROBLEMS[2:3])
+            if not still_writing:
+                lock.__exit__(None, None, None)
+        return real(src, out)
+
+    monkeypatch.setattr(merge_mod, "_copy_run_logs", meanwhile)
+    with pytest.raises(ValueError, match="is writing into" if still_writing else "another run wrote into"):
+        merge([tmp_path / "good"], dest)
+    if still_writing:
+        held[0].__exit__(None, None, None)
+    assert DatasetStore.load(dest).done_problems() == {problem_id(PROBLEMS[2])}  # the collection's alone
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good", "new"]  # nothing half-built left beside
