@@ -354,3 +354,18 @@ def test_tune_of_a_problem_no_candidate_can_run_names_it(tmp_path, capsys, monke
         out.err
         == "autoheur tune: problem 'second': none of the 1 candidate configs compiled and computed a correct result\n"
     )
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's bfloat16 refusal")
+def test_tune_skips_a_bfloat16_problem_that_never_launches_in_the_interpreter(tmp_path, capsys, monkeypatch):
+    """The interpreter's bf16 refusal is for problems the kernel runs: an empty output is returned before any tuning
+    (as the run time returns it, bf16 on the CPU too), so it is skipped, not refused with the whole file."""
+    monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"sizes": [0, 0], "n": 32, "k": 32, "name": "empty"}\n')  # bfloat16, the default dtype
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("empty") and "skipped: never launches the kernel" in line
+    shapes.write_text('{"sizes": [0, 0], "n": 32, "k": 32, "name": "empty"}\n{"sizes": [4], "n": 32, "k": 32}\n')
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 2
+    assert "1 of the 2 problems are bfloat16" in capsys.readouterr().err
