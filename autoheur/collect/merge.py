@@ -50,7 +50,7 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         locked = dest.is_dir()
         if locked:  # an existing destination, empty too: no collection starts into it meanwhile
             held.enter_context(one_writer(dest))
-        if _has_entries(dest):
+        if _has_content(dest):  # (a lock or a killed run's temp files alone make a new one, built beside)
             hint = f"merge into another directory (another --into than {dest})"
             return _merge_into(stores, DatasetStore.open(dest, stores[0].meta, hint=hint), finished)
         return _merge_new(stores, dest, finished, None if locked else held)
@@ -72,7 +72,7 @@ def _merge_new(
         stats = _merge_into(stores, DatasetStore.open(build, stores[0].meta), finished)
         if lock is not None:  # missing at the start: made now, under its lock, or refused if another run holds it
             lock.enter_context(one_writer(target))
-            if _has_entries(target) or not target.is_dir():
+            if _has_content(target) or not target.is_dir():
                 raise ValueError(f"another run wrote into {dest} during the merge: merge again, into it or elsewhere")
         # empty, under its lock (perhaps the working directory): filled, not replaced
         manifest = build / "dataset.json"
@@ -83,13 +83,6 @@ def _merge_new(
         if build.exists():
             shutil.rmtree(build)
     return {**stats, "dest": str(dest)}
-
-
-def _has_entries(path: Path) -> bool:
-    """Anything in `path` but a writer lock (`one_writer`; one left by a run refused before it wrote) and a killed
-    run's temp files (`store._has_content`, as `DatasetStore.open` counts them): a directory holding only those is a
-    new destination, built beside and moved in when whole."""
-    return _has_content(path)
 
 
 def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequence[str]) -> dict:
