@@ -563,7 +563,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except (ShapesError, ValueError, FileNotFoundError) as exc:
         print(f"autoheur tune: {exc}", file=sys.stderr)
         return 2
-    rows = []
+    rows, rc = [], 0
     try:
         for row in tune_problems(problems, args.top_k, args.compare_exhaustive):
             rows.append(row)
@@ -571,13 +571,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 print(_tune_line(row), flush=True)
     except ValueError as exc:  # a problem the kernel cannot run here, or a bad AUTOHEUR_* setting
         print(f"autoheur tune: {exc}", file=sys.stderr)
-        return 2
+        rc = 2
     except RuntimeError as exc:  # no candidate of a problem compiled or ran: a failure, not a usage error
         print(f"autoheur tune: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
+        rc = 1
+    if args.json:  # the problems tuned before a failure too, as the text output printed them
         print(json.dumps(rows, indent=2))
-    return 0
+    return rc
 
 
 def _tune_line(row: dict) -> str:

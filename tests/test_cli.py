@@ -330,7 +330,7 @@ def test_tune_skips_a_problem_that_never_launches_the_kernel(tmp_path, capsys, m
 
 def test_tune_of_a_problem_no_candidate_can_run_names_it(tmp_path, capsys, monkeypatch):
     """Every candidate failing to compile or run is a failure (exit 1) said with the problem's name, not a traceback;
-    the problems tuned before it are printed."""
+    the problems tuned before it are printed, as text or JSON."""
     from autoheur.inference import tune
 
     monkeypatch.setenv("AUTOHEUR_CACHE_DIR", str(tmp_path / "cache"))
@@ -354,6 +354,11 @@ def test_tune_of_a_problem_no_candidate_can_run_names_it(tmp_path, capsys, monke
         out.err
         == "autoheur tune: problem 'second': none of the 1 candidate configs compiled and computed a correct result\n"
     )
+    calls.clear()
+    assert main(["tune", "--shapes", str(shapes), "--top-k", "1", "--json"]) == 1
+    out = capsys.readouterr()
+    assert [row["problem"] for row in json.loads(out.out)] == ["first"]  # what was tuned before the failure
+    assert out.err.startswith("autoheur tune: problem 'second': none of the 1")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's bfloat16 refusal")

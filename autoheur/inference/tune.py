@@ -48,9 +48,10 @@ def tune_problems(problems: Sequence[Problem], k: int = 10, compare_exhaustive: 
         except (ValueError, TypeError) as exc:  # say which problem: a shapes file may hold many
             raise ValueError(f"problem {p.name!r}: {exc}") from exc
         try:
-            yield _tune_one(tuner, p, call, k, compare_exhaustive)
-        except RuntimeError as exc:  # no candidate compiled or ran: say which problem, as for a refused one
-            raise RuntimeError(f"problem {p.name!r}: {exc}") from exc
+            row = _tune_one(tuner, p, call, k, compare_exhaustive)
+        except (RuntimeError, ValueError) as exc:  # e.g. no candidate compiled or ran: say which problem
+            raise type(exc)(f"problem {p.name!r}: {exc}") from exc
+        yield row
 
 
 def _tune_one(tuner: Tuner, p: Problem, call, k: int, compare_exhaustive: bool) -> dict:
