@@ -16,6 +16,7 @@ from autoheur.models.data import AUX_ROWS, RankingSet, check_thinned, load_ranki
 from autoheur.models.evaluate import (
     auxiliary_only,
     boosting_rounds,
+    check_aux_for,
     check_aux_new_only,
     check_aux_problems,
     check_aux_share,
@@ -112,9 +113,7 @@ def eval_datasets(
             )
         paths[name] = d
     check_splits(splits, paths)  # a mistyped split or --aux-for name, before minutes of loading (cross_validate's)
-    unknown = sorted(set(aux_for) - set(paths))
-    if unknown:
-        raise ValueError(f"--aux-for names {unknown}, which are not among the datasets {sorted(paths)}")
+    check_aux_for(aux_for, paths)
     # a dataset only trained on as auxiliary data loads thinned, as `autoheur train --aux` loads it
     thin = auxiliary_only(list(paths), splits, aux_for)
     rows = (AUX_ROWS if aux_rows is None else aux_rows or None) if thin else None

@@ -220,9 +220,7 @@ def cross_validate(
     --aux-problems`)."""
     check_aux_new_only(aux_new_only, aux_for)
     check_aux_problems(aux_problems, aux_for)
-    unknown = sorted(set(aux_for) - set(datasets))
-    if unknown:
-        raise ValueError(f"aux_for names {unknown}, which are not among the datasets {sorted(datasets)}")
+    check_aux_for(aux_for, datasets)
     check_splits(splits, datasets)
 
     def wants(split: str, dname: str) -> bool:
@@ -263,6 +261,13 @@ def cross_validate(
                 fits += f
     per_problem = pd.concat(rows, ignore_index=True)
     return per_problem, summarize_splits(per_problem), fits
+
+
+def check_aux_for(aux_for: Sequence[str], names) -> None:
+    """Every dataset `aux_for` names is one of `names` (the datasets' short names; checked before any data loads)."""
+    unknown = sorted(set(aux_for) - set(names))
+    if unknown:
+        raise ValueError(f"--aux-for names {unknown}, which are not among the datasets {sorted(names)}")
 
 
 def check_aux_new_only(aux_new_only: bool, aux_for: Sequence[str]) -> None:
