@@ -125,6 +125,9 @@ def _check_tensor(x, name: str) -> torch.Tensor:
         raise TypeError(f"{name} is a nested tensor: the kernel reads dense (strided) ones; pass {fix} as int32 offs")
     if x.layout != torch.strided:
         raise TypeError(f"{name} is a {x.layout} tensor: the kernel reads dense (strided) ones; pass {name}.to_dense()")
+    if x.is_neg():  # torch._neg_view: its memory holds the values before the negation, which the kernel would read
+        raise TypeError(f"{name} is a negative view (its neg bit is set): the kernel reads the memory, which holds "
+                        f"-{name}; pass {name}.resolve_neg()")  # fmt: skip
     return x
 
 

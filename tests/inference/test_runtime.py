@@ -272,10 +272,16 @@ def test_repeat_calls_skip_validation_but_not_a_changed_tensor(monkeypatch):
 
     a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
     grouped_mm(a, b, OFFS)
-    monkeypatch.setattr(api, "validate", lambda *args, **kw: pytest.fail("validated again"))
-    a2, b2 = torch.randn(28, 24), torch.randn(3, 24, 40)  # same properties, new values
-    torch.testing.assert_close(grouped_mm(a2, b2, OFFS)[:28], reference_grouped_mm(a2, b2, OFFS)[:28])
-    monkeypatch.undo()
+    # a context, not monkeypatch.undo(): that would also undo conftest's isolation (a fresh tuner, its own cache)
+    with monkeypatch.context() as m:
+        m.setattr(api, "validate", lambda *args, **kw: pytest.fail("validated again"))
+        a2, b2 = torch.randn(28, 24), torch.randn(3, 24, 40)  # same properties, new values
+        torch.testing.assert_close(grouped_mm(a2, b2, OFFS)[:28], reference_grouped_mm(a2, b2, OFFS)[:28])
+    # a negative view (torch._neg_view) has the same shape, strides and pointer: the hot path ran +a @ b (stop 83)
+    with pytest.raises(TypeError, match="^a is a negative view"):
+        grouped_mm(torch._neg_view(torch.randn(28, 24)), b, OFFS)
+    with pytest.raises(TypeError, match="^b is a negative view"):
+        grouped_mm(torch.randn(28, 24), torch._neg_view(b), OFFS)
     ref = weakref.ref(a)
     del a
     assert ref() is None  # the hot path's memo keeps no tensor alive

@@ -128,6 +128,18 @@ CASES = [
         TypeError,
         r"^offs is a nested tensor: .*; pass a 1D tensor as int32 offs",
     ),
+    case(  # before this check the kernel computed +a @ b from a torch._neg_view of a (stop 83)
+        "a-neg-view",
+        lambda d: _with(Ragged.M, d, a=torch._neg_view(_b((32, 40), d))),
+        TypeError,
+        r"^a is a negative view \(its neg bit is set\): .*; pass a\.resolve_neg\(\)",
+    ),
+    case(
+        "b-neg-view",
+        lambda d: _with(Ragged.NONE, d, b=torch._neg_view(_b((4, 40, 24), d))),
+        TypeError,
+        r"^b is a negative view",
+    ),
     case(
         "config-str",
         lambda d: _with(Ragged.M, d, config=OK_CONFIG.config_id),
