@@ -56,7 +56,7 @@ def load_shapes(path: str | Path) -> list[Problem]:
     if path.is_dir():  # a pipe or /dev/stdin reads as a file
         raise ValueError(f"shapes file {path} is a directory: give a .jsonl or .csv file")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's CSV export starts with a byte-order mark
     except UnicodeDecodeError:
         raise ValueError(f"shapes file {path} is not text (UTF-8): give a .jsonl or .csv file") from None
     if path.suffix:

@@ -679,7 +679,7 @@ def read_problem_ids(path: Path | str) -> set[str]:
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: give a dataset directory or a file of problem ids")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (a Windows editor) skipped
     except UnicodeDecodeError:
         raise ValueError(f"{path} is not a text file of problem ids (a Parquet file? give its dataset)") from None
     ids = set()

@@ -327,6 +327,16 @@ def test_load_shapes_csv_by_suffix(tmp_path, name):
     assert load_shapes(f) == [Problem("2d3d", 2, (3, 4), 0, 64, 64)]
 
 
+@pytest.mark.parametrize("name", ["s.csv", "s.jsonl", "pipe"])
+def test_load_shapes_skips_a_byte_order_mark(tmp_path, name):
+    """A spreadsheet's "CSV UTF-8" export starts with U+FEFF, which was read into the first header name ("unknown
+    column '\ufeffgroups'"), or into the first JSON line."""
+    f = tmp_path / name
+    text = "groups,sizes,n,k\n2,3 4,64,64\n" if name != "s.jsonl" else jsonl(GOOD)
+    f.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_shapes(f) == [Problem("2d3d", 2, (3, 4), 0, 64, 64)]
+
+
 @pytest.mark.parametrize("name", ["s.jsonl", "s.json", "s.txt"])
 def test_load_shapes_jsonl_otherwise(tmp_path, name):
     f = tmp_path / name

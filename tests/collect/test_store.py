@@ -825,6 +825,16 @@ def test_problem_ids_from_a_file_that_is_not_text_say_so(tmp_path):
         read_problem_ids(binary)
 
 
+def test_problem_ids_file_may_start_with_a_byte_order_mark(tmp_path):
+    """A list saved by a Windows editor starts with U+FEFF, which was read into the first id (refused as malformed)."""
+    from autoheur.collect.store import read_problem_ids
+
+    pid = problem_id(PROBLEMS[0])
+    listed = tmp_path / "seen.txt"
+    listed.write_bytes(b"\xef\xbb\xbf" + f"{pid}\n".encode())
+    assert read_problem_ids(listed) == {pid}
+
+
 def test_pack_and_merge_wait_for_no_other_writer(tmp_path, capsys):
     """`data pack` or `data merge` beside a collection into one of their directories would pack (or read) parts the
     collection packs at its end: each takes the directory's writer lock, and is refused while another holds it."""
