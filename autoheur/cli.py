@@ -363,6 +363,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"autoheur train: {exc}", file=sys.stderr)
         return 2
+    replaced = _replaced(out)
     model.save(out)
     for row in model.meta["heldout"]:
         print(f"held-out ({row['subset']}, {row['n_problems']} problems): best-of-10 geomean "
@@ -370,10 +371,21 @@ def cmd_train(args: argparse.Namespace) -> int:
               f" P10 {row['eff_best10_p10']:.3f} min {row['eff_best10_min']:.3f}; top-1 geomean "
               f"{row['eff_top1_geomean']:.3f} P10 {row['eff_top1_p10']:.3f}; oracle in top 10 "
               f"{row['oracle_in_top10']:.1%}")  # fmt: skip
-    print(f"saved {out} (fit {model.meta['fit_seconds']} s)")
+    print(f"saved {out} (fit {model.meta['fit_seconds']} s)" + (f"; it replaces {replaced}" if replaced else ""))
     if note := _lookup_note(out, model.meta):
         print(f"note: {note}")
     return 0
+
+
+def _replaced(out: Path) -> str | None:
+    """What a model saved at `out` writes over, said after the save (a shipped model is in git: `git restore`)."""
+    if not out.exists():
+        return None
+    try:
+        meta = json.loads(out.with_suffix(".json").read_text())
+        return f"the model trained {meta['created_at']} on {meta['dataset']}"
+    except (OSError, ValueError, KeyError, TypeError):  # no side-car, or not one of ours
+        return f"the earlier {out.name}"
 
 
 def _lookup_note(out: Path, meta: dict) -> str | None:

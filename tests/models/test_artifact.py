@@ -255,13 +255,14 @@ def test_train_writes_where_lookups_look_and_says_when_another_model_is_taken(tr
     assert main(["train", "--data", str(tmp_path / "data" / "h100-trial")]) == 0
     out = capsys.readouterr().out
     assert (shipped / "h100-trial.joblib").exists() and f"saved {shipped / 'h100-trial.joblib'}" in out
-    assert "note:" not in out  # the only model of its GPU there
+    assert "note:" not in out and "replaces" not in out  # the only model of its GPU there, a new file
     shutil.copy(path, shipped / "nvidia-h100-80gb-hbm3.joblib")
     shutil.copy(path.with_suffix(".json"), shipped / "nvidia-h100-80gb-hbm3.json")
     assert main(["train", "--data", str(tmp_path / "data" / "h100-trial")]) == 0
-    assert f"note: lookups for 'NVIDIA H100 80GB HBM3' take {shipped / 'nvidia-h100-80gb-hbm3.joblib'}, not this" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert f"note: lookups for 'NVIDIA H100 80GB HBM3' take {shipped / 'nvidia-h100-80gb-hbm3.joblib'}, not this" in out
+    # the same --out again: said what it wrote over (it did so silently)
+    assert f"; it replaces the model trained {model.meta['created_at']} on {model.meta['dataset']}" in out
     monkeypatch.setenv("AUTOHEUR_MODELS_DIR", str(own))  # a GPU's own models, searched first
     assert main(["train", "--data", str(tmp_path / "data" / "nvidia-h100-80gb-hbm3")]) == 0
     out = capsys.readouterr().out
