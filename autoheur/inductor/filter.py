@@ -2,8 +2,8 @@
 
 Decision, per autotuning call (one list of choices):
   - not a grouped-mm list (no `triton_grouped_mm_*` choice): untouched;
-  - no model, a problem that cannot be read, a problem outside the model's training range, or k or fewer template
-    choices: untouched (logged at INFO with the reason);
+  - no model, a problem that cannot be read, a problem outside the model's training range by more than
+    RANGE_MARGIN of a feature's span there, or k or fewer template choices: untouched (logged at INFO with the reason);
   - otherwise: every non-template choice (ATen and any other backend) in its place, plus the k template choices the
     model scores best (their order in the list kept), logged at INFO.
 The model is anything with `ranker.rank(problem, configs, device) -> scores` and `device` (a `TrainedModel`); by
@@ -21,11 +21,19 @@ from autoheur.inductor.choices import choices_problem, config_from_kwargs, templ
 
 log = logging.getLogger("autoheur")
 
+# How far outside its training range (a share of each problem feature's span in training) the model still narrows
+# the list. Measured by benchmarks/extrapolation.py on the dev sets of both Inductor datasets, two seeds (BENCHMARKS.md,
+# "The Inductor filter's range margin", stop 83; the rule fixed before the H100's figures were read: the widest bin
+# whose best-of-10 geomean stays within 0.005 and P10 within 0.02 of the same model's inner GroupKFold, on both sets
+# and seeds). Up to 0.02 of a span out: H100 0.982 / P10 0.969 (inner CV 0.956-0.967 / 0.900-0.964), H200 0.998-0.999
+# / 0.996-0.999; 0.02-0.05 out the H100's seed 0 fell to 0.961 / 0.925, and 0.05-0.1 to 0.934-0.939 / 0.81-0.83.
+RANGE_MARGIN = 0.02
+
 
 class ChoiceFilter:
     """Callable on Inductor's choice list; see the module docstring."""
 
-    def __init__(self, model=None, top_k: int = 10, device: dict | None = None):
+    def __init__(self, model=None, top_k: int = 10, device: dict | None = None, range_margin: float = RANGE_MARGIN):
         """Arguments checked here, when `enable()` is called: a wrong one otherwise surfaced inside torch.compile's
         lowering (a path as the model, a device name), or filtered Inductor's grid with a model of another space."""
         from autoheur.device import DeviceSpec
@@ -33,6 +41,9 @@ class ChoiceFilter:
 
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise ValueError(f"top_k={top_k!r} must be a positive integer")
+        if not (isinstance(range_margin, (int, float)) and not isinstance(range_margin, bool)
+                and 0 <= range_margin < float("inf")):  # fmt: skip
+            raise ValueError(f"range_margin={range_margin!r}: expected a share of a feature's training span, 0 or more")
         if model is not None:
             if not callable(getattr(getattr(model, "ranker", None), "rank", None)):  # a TrainedModel, or its likes
                 raise TypeError(f"model must be a TrainedModel (TrainedModel.load(path)) or None, got "
@@ -45,7 +56,7 @@ class ChoiceFilter:
             device = device.to_dict()
         if device is not None and (not isinstance(device, dict) or not device):
             raise TypeError(f"device must be a DeviceSpec or its to_dict() (or None: the model's), got {device!r}")
-        self.model, self.top_k, self.device = model, top_k, device
+        self.model, self.top_k, self.device, self.range_margin = model, top_k, device, float(range_margin)
         self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
 
     def __call__(self, choices: list) -> list:
@@ -71,9 +82,12 @@ class ChoiceFilter:
         if problem is None:
             return everything, "problem not readable (symbolic sizes?): full list"
         device = self.device or self.model.device
-        outside = getattr(self.model, "extrapolation", lambda p, d: [])(problem, device)
+        extrapolation = getattr(self.model, "extrapolation", None)
+        outside = extrapolation(problem, device, margin=self.range_margin) if extrapolation else []
         if outside:
-            return everything, f"outside the model's training range ({', '.join(outside[:3])}): full list"
+            return everything, (f"outside the model's training range by more than {self.range_margin:g} of a span "
+                                f"({', '.join(outside[:3])}): full list")  # fmt: skip
+        near = extrapolation(problem, device) if extrapolation and self.range_margin else []
         scores = list(self.model.ranker.rank(problem, [cfg for _, cfg in templates], device))
         ranked = sorted(range(len(templates)), key=lambda j: -scores[j])[: self.top_k]
         chosen = {templates[j][0] for j in ranked}
@@ -81,7 +95,7 @@ class ChoiceFilter:
         keep = [i for i in everything if i not in template_ids or i in chosen]
         return keep, f"model top-{self.top_k} of {len(templates)} template choices for {problem.layout} " + (
             f"g={problem.groups} n={problem.n} k={problem.k} rows={problem.total}"
-        )
+        ) + (f"; within the range margin: {', '.join(near[:3])}" if near else "")
 
 
 def default_model(directory: Path | None = None):
@@ -113,7 +127,9 @@ def registry(attr: str = "preprocessing_fns") -> list | None:
     return fns if isinstance(fns, list) else None
 
 
-def enable(model=None, top_k: int = 10, device: dict | None = None) -> contextlib.AbstractContextManager:
+def enable(
+    model=None, top_k: int = 10, device: dict | None = None, range_margin: float = RANGE_MARGIN
+) -> contextlib.AbstractContextManager:
     """Install the filter (replacing one installed before); usable as a context manager that removes it on exit.
     It acts while Inductor lowers a graph: torch.compile does that on a function's first call (or a recompile), not
     where the function is wrapped, so with `with` make that call inside the block."""
@@ -127,7 +143,8 @@ def enable(model=None, top_k: int = 10, device: dict | None = None) -> contextli
                 "Inductor's grouped_mm choices are left whole",
                 stacklevel=2,
             )
-    flt = ChoiceFilter(model, top_k, device)  # its arguments checked before the filter installed now is removed
+    # its arguments checked before the filter installed now is removed
+    flt = ChoiceFilter(model, top_k, device, range_margin)
     disable()
     sa.add_preprocessing_fn(flt)
     _ACTIVE.append(flt)

@@ -99,8 +99,12 @@ class TrainedModel:
             self._feasible_sets[key] = tuple(space[i] for i in np.flatnonzero(mask).tolist())
         return self._feasible_sets[key]
 
-    def extrapolation(self, problem, device: dict | None = None) -> list[str]:
-        """The problem features of `problem` outside the range the model was trained on (empty: inside it)."""
+    def extrapolation(self, problem, device: dict | None = None, margin: float = 0.0) -> list[str]:
+        """The problem features of `problem` outside the range the model was trained on (empty: inside it); with a
+        `margin`, only those further out than that share of the feature's span in training (a feature constant in
+        training has no span: any other value is outside)."""
+        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool) and 0 <= margin < float("inf")):
+            raise ValueError(f"margin={margin!r}: expected a share of each feature's training span, 0 or more")
         from autoheur.features.core import N_PROBLEM, problem_vector
 
         out = []
@@ -115,7 +119,8 @@ class TrainedModel:
         x = problem_vector(problem, device)
         for name, v in zip(FEATURE_NAMES[:N_PROBLEM], x.tolist(), strict=True):
             lo, hi = ranges[name]
-            if v < lo - 1e-6 or v > hi + 1e-6:
+            pad = margin * (hi - lo) + 1e-6
+            if v < lo - pad or v > hi + pad:
                 out.append(f"{name}={v:.3g} (trained on {lo:.3g}..{hi:.3g})")
         return out
 

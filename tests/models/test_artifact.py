@@ -875,6 +875,42 @@ def test_extrapolation_says_above_and_below_the_range():
     assert not any(s.startswith("log2_call_n=") for s in said[2048])
 
 
+def test_mixtral_gate_up_is_within_the_inductor_filters_margin_on_an_h200():
+    """Stop 82's block benchmark: mixtral-8x7b's gate/up GEMM (8 experts, n 28,672, k 4,096, 1,024 rows) is just past
+    the H200 Inductor model's range (log2_group_bytes_over_l2 1.91 against 1.90) and kept Inductor's whole list; the
+    filter's margin (stop 83) narrows it."""
+    from autoheur.inductor.filter import RANGE_MARGIN
+    from autoheur.problem import Problem
+
+    model = TrainedModel.load(artifact.MODELS_DIR / "inductor-nvidia-h200.joblib")
+    gate_up = Problem("2d3d", 8, (128,) * 8, 0, 28672, 4096, dtype="bfloat16")
+    assert model.extrapolation(gate_up, margin=RANGE_MARGIN) == []
+
+
+def test_extrapolation_margin_is_a_share_of_the_span():
+    """With a margin, a feature counts as outside only further out than that share of its training span; a feature
+    of no span (one device's SM count) stays outside at any margin."""
+    from autoheur.features.core import N_PROBLEM, problem_vector
+    from autoheur.problem import Problem
+
+    model = TrainedModel.load(artifact.MODELS_DIR / "inductor-nvidia-h200.joblib")
+    lo, hi = model.meta["problem_ranges"]["log2_call_n"]
+    n = 1 << 15  # log2 15 over the range's top (14.8)
+    past = (15 - hi) / (hi - lo)
+    outside = lambda margin: {s.split("=")[0] for s in model.extrapolation(  # noqa: E731
+        Problem("2d3d", 8, (512,) * 8, 0, n, 4096), margin=margin)}  # fmt: skip
+    assert "log2_call_n" in outside(0) and "log2_call_n" in outside(past * 0.9)
+    assert "log2_call_n" not in outside(past * 1.1)
+    other = dict(model.device, sm_count=model.device["sm_count"] + 2)
+    inside = Problem("2d3d", 8, (512,) * 8, 0, 2048, 4096)
+    assert problem_vector(inside, other)[N_PROBLEM - 2] != problem_vector(inside, model.device)[N_PROBLEM - 2]
+    assert not model.extrapolation(inside)
+    assert any(s.startswith("log2_sm_count=") for s in model.extrapolation(inside, other, margin=10.0))
+    for bad in (-0.1, float("nan"), True):
+        with pytest.raises(ValueError, match="margin="):
+            model.extrapolation(inside, margin=bad)
+
+
 def test_candidates_are_the_devices_own():
     """The candidate cache keys on the device: a GPU with less shared memory is never offered the H100's configs."""
     from autoheur.device import DeviceSpec
