@@ -43,7 +43,8 @@ def _signature(a, b, offs, out_dtype) -> tuple | None:
     `check_offsets_values` reads) and dispatch to the same compiled kernel (kernels/launcher.py keeps it)."""
     if not _plain(a, b, offs):
         return None
-    o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device, offs.data_ptr() % ALIGN_BYTES)
+    o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device, offs.data_ptr() % ALIGN_BYTES,
+                                   offs.is_neg())  # fmt: skip
     return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % ALIGN_BYTES, a.is_neg(),
             b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % ALIGN_BYTES, b.is_neg(), out_dtype, o)  # fmt: skip
 

@@ -282,6 +282,11 @@ def test_repeat_calls_skip_validation_but_not_a_changed_tensor(monkeypatch):
         grouped_mm(torch._neg_view(torch.randn(28, 24)), b, OFFS)
     with pytest.raises(TypeError, match="^b is a negative view"):
         grouped_mm(torch.randn(28, 24), torch._neg_view(b), OFFS)
+    # the offsets' too: trusted, the kernel read +offs from memory; checked, their values were refused as negative
+    with pytest.raises(TypeError, match="^offs is a negative view"):
+        api.grouped_mm_offsets_checked(torch.randn(28, 24), b, torch._neg_view(OFFS))
+    with pytest.raises(TypeError, match="^offs is a negative view"):
+        grouped_mm(torch.randn(28, 24), b, torch._neg_view(OFFS))
     ref = weakref.ref(a)
     del a
     assert ref() is None  # the hot path's memo keeps no tensor alive
