@@ -43,10 +43,16 @@ def _signature(a, b, offs, out_dtype) -> tuple | None:
     `check_offsets_values` reads) and dispatch to the same compiled kernel (kernels/launcher.py keeps it)."""
     if not _plain(a, b, offs):
         return None
-    o = None if offs is None else (offs.shape, offs.stride(), offs.dtype, offs.device, offs.data_ptr() % ALIGN_BYTES,
-                                   offs.is_neg())  # fmt: skip
-    return (a.shape, a.stride(), a.dtype, a.device, a.data_ptr() % ALIGN_BYTES, a.is_neg(),
-            b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % ALIGN_BYTES, b.is_neg(), out_dtype, o)  # fmt: skip
+    # Each pointer's offset from 16 bytes, None for a null one (a zero tensor's, which validate refuses with elements).
+    pa, pb = a.data_ptr(), b.data_ptr()
+    if offs is None:
+        o = None
+    else:
+        po = offs.data_ptr()
+        o = (offs.shape, offs.stride(), offs.dtype, offs.device, po % ALIGN_BYTES if po else None, offs.is_neg())
+    return (a.shape, a.stride(), a.dtype, a.device, pa % ALIGN_BYTES if pa else None, a.is_neg(),
+            b.shape, b.stride(), b.dtype, b.device, pb % ALIGN_BYTES if pb else None, b.is_neg(),
+            out_dtype, o)  # fmt: skip
 
 
 def _rebind(fields: dict, a, b, offs) -> GemmCall:

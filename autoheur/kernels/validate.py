@@ -100,11 +100,24 @@ def _major(t: torch.Tensor, name: str) -> tuple[bool, bool]:
             f"{name} has strides {tuple(t.stride())}: the leading stride must be a multiple of {ALIGN_BYTES} bytes "
             f"({quantum} {str(t.dtype).removeprefix('torch.')} elements); {fix}"
         )
+    _check_memory(t, name)
     if t.data_ptr() % ALIGN_BYTES:
         raise ValueError(f"{name}'s data pointer is not {ALIGN_BYTES}-byte aligned")
     if t.ndim == 3 and t.shape[0] > 1 and (t.stride(0) * esize) % ALIGN_BYTES:
         raise ValueError(f"{name} has group stride {t.stride(0)}: it must be a multiple of {ALIGN_BYTES} bytes")
     return row_major, lead_aligned
+
+
+def _check_memory(t: torch.Tensor, name: str) -> None:
+    """A tensor with elements whose data pointer is null has no memory the kernel can read (it would read address 0):
+    a zero tensor (torch._efficientzerotensor) or one inside torch.func.functionalize. torch._grouped_mm refuses a
+    zero tensor too; Triton passes a null pointer on to the kernel."""
+    if t.data_ptr() == 0 and t.numel() > 0:
+        raise ValueError(
+            f"{name} has no memory to read (its data pointer is null): a zero tensor (torch._efficientzerotensor; "
+            f"pass {name}.clone()) or a functionalized one (torch.func.functionalize; call the custom op, "
+            "torch.ops.autoheur.grouped_mm)"
+        )
 
 
 def operand_ok(t: torch.Tensor) -> bool:
@@ -192,6 +205,7 @@ def validate(
             raise ValueError(f"offs must be contiguous (stride {offs.stride(0)}); pass offs.contiguous()")
         if offs.device != a.device:
             raise ValueError(f"offs is on {offs.device} but a is on {a.device}: all tensors must be on one device")
+        _check_memory(offs, "offs")
 
     # Shapes: (groups, m, n, k, ragged total, out shape) per layout.
     if ragged == Ragged.M:  # a [M_total, K] x b [G, K, N]

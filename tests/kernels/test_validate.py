@@ -391,6 +391,24 @@ CASES = [
         ValueError,
         r"^b's data pointer is not 16-byte aligned",
     ),
+    case(  # no memory behind it: Triton passes the null pointer on and the kernel read address 0 (stop 83)
+        "a-zero-tensor",
+        lambda d: _with(Ragged.M, d, a=torch._efficientzerotensor((32, 40), dtype=F16, device=d)),
+        ValueError,
+        r"^a has no memory to read \(its data pointer is null\): a zero tensor .*pass a\.clone\(\)",
+    ),
+    case(
+        "b-zero-tensor",
+        lambda d: _with(Ragged.NONE, d, b=torch._efficientzerotensor((4, 40, 24), dtype=F16, device=d)),
+        ValueError,
+        r"^b has no memory to read",
+    ),
+    case(  # its values (all 0) are valid offsets
+        "offs-zero-tensor",
+        lambda d: _with(Ragged.K, d, offs=torch._efficientzerotensor(4, dtype=torch.int32, device=d)),
+        ValueError,
+        r"^offs has no memory to read",
+    ),
     # Configs that cannot run the call
     case(
         "tma-2Dx3D-a-colmajor",
