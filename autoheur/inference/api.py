@@ -94,6 +94,17 @@ def grouped_mm_offsets_checked(a: torch.Tensor, b: torch.Tensor, offs: torch.Ten
 
 
 def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
+    """The call on `a`'s GPU: Triton launches on the current device (and TMA's scratch is allocated there), so tensors
+    on another GPU than the current one (a process that moved its model to cuda:1 without torch.cuda.set_device) ran
+    on GPU 0's stream with GPU 1's pointers; torch's own ops guard the device themselves."""
+    index = getattr(getattr(a, "device", None), "index", None)  # None: the CPU, or not a tensor (validate says so)
+    if index is not None and index != torch.cuda.current_device():
+        with torch.cuda.device(index):
+            return _run_here(a, b, offs, out_dtype, check_offsets)
+    return _run_here(a, b, offs, out_dtype, check_offsets)
+
+
+def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
     tuner = default_tuner()
     try:
         sig = _signature(a, b, offs, out_dtype)

@@ -668,3 +668,29 @@ def test_settle_leaders_on_the_gpu_timer():
     settled = tuner_mod.settle_leaders(timer, fns, screen, reps=5)
     assert min(settled, key=lambda n: settled[n].median_ms) == "y"
     assert 0.08 < settled["y"].median_ms < 0.2
+
+
+@pytest.mark.skipif(DEVICE != "cuda" or torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("load", ["ptr", "tma"])
+def test_tensors_on_another_gpu_than_the_current_one(load):
+    """Triton launches on the current device: tensors on cuda:1 while cuda:0 is current (a model moved there without
+    torch.cuda.set_device) ran on GPU 0 with GPU 1's pointers. Both entries, the tuned first call and the hot path,
+    and the explicit-config kernel (pointer and TMA loads: TMA's scratch is allocated on the current device)."""
+    from autoheur.kernels import grouped_gemm as gg
+    from autoheur.kernels.config import KernelConfig
+
+    gpu1 = torch.device("cuda", 1)
+    assert torch.cuda.current_device() == 0
+    a = torch.randn(28, 64, device=gpu1, dtype=torch.bfloat16)
+    b = torch.randn(3, 64, 48, device=gpu1, dtype=torch.bfloat16)
+    offs = torch.tensor([5, 5, 28], dtype=torch.int32, device=gpu1)
+    want = torch._grouped_mm(a, b, offs)
+    for entry in (grouped_mm, torch.ops.autoheur.grouped_mm, grouped_mm):  # tuned, the op, the hot path
+        out = entry(a, b, offs)
+        torch.cuda.synchronize(gpu1)
+        assert out.device == gpu1 and torch.cuda.current_device() == 0
+        torch.testing.assert_close(out, want, atol=0.05, rtol=0.02)
+    cfg = KernelConfig(64, 64, 32, 3, 4, load=load)
+    out = gg.grouped_mm(a, b, offs, config=cfg)
+    torch.cuda.synchronize(gpu1)
+    torch.testing.assert_close(out, want, atol=0.05, rtol=0.02)
