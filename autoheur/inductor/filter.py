@@ -13,6 +13,7 @@ default the one shipped for this GPU's Inductor grid, `models/inductor-<device-s
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import warnings
 from pathlib import Path
@@ -83,11 +84,14 @@ class ChoiceFilter:
             return everything, "problem not readable (symbolic sizes?): full list"
         device = self.device or self.model.device
         extrapolation = getattr(self.model, "extrapolation", None)
-        outside = extrapolation(problem, device, margin=self.range_margin) if extrapolation else []
+        # a model of the older protocol, extrapolation(problem, device), is asked as before: no margin
+        takes = bool(extrapolation) and _takes_margin(extrapolation)
+        outside = (extrapolation(problem, device, margin=self.range_margin) if takes else extrapolation(problem, device)
+                   ) if extrapolation else []  # fmt: skip
         if outside:
-            return everything, (f"outside the model's training range by more than {self.range_margin:g} of a span "
-                                f"({', '.join(outside[:3])}): full list")  # fmt: skip
-        near = extrapolation(problem, device) if extrapolation and self.range_margin else []
+            by = f" by more than {self.range_margin:g} of a span" if takes else ""
+            return everything, f"outside the model's training range{by} ({', '.join(outside[:3])}): full list"
+        near = extrapolation(problem, device) if takes and self.range_margin else []
         scores = list(self.model.ranker.rank(problem, [cfg for _, cfg in templates], device))
         ranked = sorted(range(len(templates)), key=lambda j: -scores[j])[: self.top_k]
         chosen = {templates[j][0] for j in ranked}
@@ -96,6 +100,16 @@ class ChoiceFilter:
         return keep, f"model top-{self.top_k} of {len(templates)} template choices for {problem.layout} " + (
             f"g={problem.groups} n={problem.n} k={problem.k} rows={problem.total}"
         ) + (f"; within the range margin: {', '.join(near[:3])}" if near else "")
+
+
+def _takes_margin(extrapolation) -> bool:
+    """Whether a model's `extrapolation` takes `margin=` (a TrainedModel's does; a stand-in's may not)."""
+    try:
+        params = inspect.signature(extrapolation).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): asked without one
+        return False
+    return any(p.kind is p.VAR_KEYWORD or (p.name == "margin" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+               for p in params)  # fmt: skip
 
 
 def default_model(directory: Path | None = None):

@@ -112,6 +112,23 @@ def test_a_problem_just_outside_the_range_is_narrowed_within_the_margin(hopper, 
         assert len(rec.lists[0]) > 6 and f"by more than {margin:g} of a span (log2_call_k=8" in why
 
 
+@pytest.mark.parametrize("outside", [False, True])
+def test_a_model_whose_extrapolation_takes_no_margin_still_filters(hopper, outside):
+    """A model of the older protocol, `extrapolation(problem, device)` (as the run-time tuner calls it), raised a
+    TypeError inside Inductor's lowering once the filter passed `margin=`: it is asked without one (no margin), as
+    before."""
+    model = ScoreByTile()
+    model.extrapolation = lambda p, d: ["log2_call_k=8 (trained on 1..7)"] if outside else []
+    flt = ChoiceFilter(model, top_k=5)
+    rec = lowered_with(flt)
+    (why,) = [d["why"] for d in flt.decisions]
+    if outside:
+        assert len(rec.lists[0]) > 6
+        assert why == "outside the model's training range (log2_call_k=8 (trained on 1..7)): full list"
+    else:
+        assert len(rec.lists[0]) == 6 and "within the range margin" not in why
+
+
 @pytest.mark.parametrize("margin", [-0.1, float("nan"), float("inf"), True, "0.1"])
 def test_a_bad_range_margin_is_refused(margin):
     with pytest.raises(ValueError, match=r"^range_margin=.*: expected a share"):
