@@ -89,7 +89,8 @@ class ChoiceFilter:
         outside = (extrapolation(problem, device, margin=self.range_margin) if takes else extrapolation(problem, device)
                    ) if extrapolation else []  # fmt: skip
         if outside:
-            by = f" by more than {self.range_margin:g} of a span" if takes else ""
+            ranges = any("(trained on " in why for why in outside)  # not only an operand layout never trained on
+            by = f" by more than {self.range_margin:g} of a span" if takes and ranges else ""
             return everything, f"outside the model's training range{by} ({', '.join(outside[:3])}): full list"
         near = extrapolation(problem, device) if takes and self.range_margin else []
         scores = list(self.model.ranker.rank(problem, [cfg for _, cfg in templates], device))

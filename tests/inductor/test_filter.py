@@ -129,6 +129,16 @@ def test_a_model_whose_extrapolation_takes_no_margin_still_filters(hopper, outsi
         assert len(rec.lists[0]) == 6 and "within the range margin" not in why
 
 
+def test_an_operand_layout_never_trained_on_is_not_said_to_be_past_a_margin(hopper):
+    """The margin is of a range; a layout the model never saw is outside at any margin, and said so plainly."""
+    model = ScoreByTile()
+    layout = "2d3d bfloat16 with A k-major and B n-major (never trained on this operand layout)"
+    model.extrapolation = lambda p, d, margin=0.0: [layout]
+    flt = ChoiceFilter(model, top_k=5)
+    lowered_with(flt)
+    assert flt.decisions[0]["why"] == f"outside the model's training range ({layout}): full list"
+
+
 @pytest.mark.parametrize("margin", [-0.1, float("nan"), float("inf"), True, "0.1"])
 def test_a_bad_range_margin_is_refused(margin):
     with pytest.raises(ValueError, match=r"^range_margin=.*: expected a share"):
