@@ -289,7 +289,7 @@ def test_repeat_calls_skip_validation_but_not_a_changed_tensor(monkeypatch):
         grouped_mm(torch.randn(28, 24), b, torch._neg_view(OFFS))
     # a zero tensor's data pointer is null, 0 modulo 16 as an aligned one's: the kernel read address 0
     with pytest.raises(ValueError, match="^a has no memory to read"):
-        grouped_mm(torch._efficientzerotensor(28, 24), b, OFFS)
+        grouped_mm(torch._efficientzerotensor(28, 24, device=DEVICE), b, OFFS)  # not made on the default device
     ref = weakref.ref(a)
     del a
     assert ref() is None  # the hot path's memo keeps no tensor alive
