@@ -309,7 +309,4 @@ def grouped_mm(
         return out
     if call.k == 0 and call.ragged != Ragged.K:
         return out.zero_()
-    if a.device.type == "cuda" and a.device.index != torch.cuda.current_device():  # Triton launches on the current one
-        with torch.cuda.device(a.device):
-            return launch(call, config, out)
     return launch(call, config, out)
