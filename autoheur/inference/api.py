@@ -20,7 +20,7 @@ from autoheur.inference.tuner import default_tuner
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
 from autoheur.kernels.launcher import BoundLaunch
-from autoheur.kernels.validate import ALIGN_BYTES, GemmCall, check_config, check_offsets_values, validate
+from autoheur.kernels.validate import ALIGN_BYTES, GemmCall, check_config, check_offsets_values, other_gpu, validate
 
 # Read the offsets back to check their values on every call (one small device-to-host copy and a sync; skipped during
 # CUDA graph capture). AUTOHEUR_CHECK_OFFSETS=0 trusts them after the shape, dtype and device checks, as
@@ -97,8 +97,8 @@ def _run(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
     """The call on `a`'s GPU: Triton launches on the current device (and TMA's scratch is allocated there), so tensors
     on another GPU than the current one (a process that moved its model to cuda:1 without torch.cuda.set_device) ran
     on GPU 0's stream with GPU 1's pointers; torch's own ops guard the device themselves."""
-    index = getattr(getattr(a, "device", None), "index", None)  # None: the CPU, or not a tensor (validate says so)
-    if index is not None and index != torch.cuda.current_device():
+    index = other_gpu(a)
+    if index is not None:
         with torch.cuda.device(index):
             return _run_here(a, b, offs, out_dtype, check_offsets)
     return _run_here(a, b, offs, out_dtype, check_offsets)

@@ -120,6 +120,16 @@ def _check_memory(t: torch.Tensor, name: str) -> None:
         )
 
 
+def other_gpu(t) -> int | None:
+    """The index of `t`'s CUDA device where that is not the current one (Triton launches on the current device), else
+    None: the current GPU, the CPU, another device type (an MPS or XPU tensor has an index too, and a build without
+    CUDA has no current CUDA device to ask for), or not a tensor (validate names each)."""
+    device = getattr(t, "device", None)
+    if getattr(device, "type", None) != "cuda" or device.index is None:
+        return None
+    return None if device.index == torch.cuda.current_device() else device.index
+
+
 def operand_ok(t: torch.Tensor) -> bool:
     """Whether the kernel takes `t` as an operand as it is (layout, 16-byte strides and pointer): what `validate`
     checks of `a` and `b`. For a tensor made elsewhere, such as an incoming gradient, that may need a copy."""

@@ -713,3 +713,22 @@ def test_a_call_runs_under_its_tensors_gpu(monkeypatch):
     for a in (on[1], on[0], torch.zeros(2), "not a tensor"):
         api._run(a, None, None, None, True)
     assert ran == [(on[1], (1,)), (on[0], ()), (ran[2][0], ()), ("not a tensor", ())] and not inside
+
+
+def test_a_tensor_of_another_device_type_is_refused_by_validate(monkeypatch):
+    """An MPS or XPU tensor has a device index too: the device guard of `_run` asked CUDA for its current device (on a
+    build without CUDA, a Mac's, an AssertionError: Torch not compiled with CUDA enabled) instead of leaving the call
+    to validate, whose error says where the kernel runs."""
+
+    class OnMps(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device("mps", 0)
+
+    def no_cuda():
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    monkeypatch.setattr(torch.cuda, "current_device", no_cuda)
+    a, b = torch.randn(28, 24).as_subclass(OnMps), torch.randn(3, 24, 16).as_subclass(OnMps)
+    with pytest.raises(ValueError, match="^a is on mps:0: the Triton kernel runs on a CUDA GPU"):
+        grouped_mm(a, b, OFFS)
