@@ -5,6 +5,7 @@ checked there too."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import multiprocessing as mp
@@ -673,16 +674,20 @@ def test_settle_leaders_on_the_gpu_timer():
 @pytest.mark.skipif(DEVICE != "cuda" or torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_tensors_on_another_gpu_than_the_current_one():
     """Triton launches on the current device: tensors on cuda:1 while cuda:0 is current (a model moved there without
-    torch.cuda.set_device) ran on GPU 0 with GPU 1's pointers. Both entries, the tuned first call and the hot path.
-    (kernels.grouped_gemm.grouped_mm, the explicit-config kernel, launches on the current device: its callers, the
-    collection's workers, set it; its file is the kernel source the datasets are keyed by.)"""
+    torch.cuda.set_device) ran on GPU 0 with GPU 1's pointers. Every entry: the tuned first call, the hot path, and
+    the README's explicit-config kernel, autoheur.kernels.grouped_mm (its guard is in kernels/__init__.py: the kernel's
+    own file is the source the datasets are keyed by)."""
+    from autoheur.kernels import KernelConfig
+    from autoheur.kernels import grouped_mm as kernel_grouped_mm
+
     gpu1 = torch.device("cuda", 1)
     assert torch.cuda.current_device() == 0
     a = torch.randn(28, 64, device=gpu1, dtype=torch.bfloat16)
     b = torch.randn(3, 64, 48, device=gpu1, dtype=torch.bfloat16)
     offs = torch.tensor([5, 5, 28], dtype=torch.int32, device=gpu1)
     want = torch._grouped_mm(a, b, offs)
-    for entry in (grouped_mm, torch.ops.autoheur.grouped_mm, grouped_mm):  # tuned, the op, the hot path
+    explicit = functools.partial(kernel_grouped_mm, config=KernelConfig(32, 32, 32, 2, 2, group_m=8))
+    for entry in (grouped_mm, torch.ops.autoheur.grouped_mm, grouped_mm, explicit):  # tuned, op, hot path, kernel
         out = entry(a, b, offs)
         torch.cuda.synchronize(gpu1)
         assert out.device == gpu1 and torch.cuda.current_device() == 0

@@ -398,3 +398,31 @@ def test_bfloat16_on_the_cpu_is_refused_before_any_launch(monkeypatch):
     if not HAS_GPU:  # a call that launches nothing still returns its empty output (on a GPU host: refused, as above)
         empty = grouped_mm(a[:0], b, torch.zeros(2, dtype=torch.int32), config=KernelConfig(16, 64, 32, 2, 2))
         assert empty.shape == (0, 32) and not launched
+
+
+def test_the_explicit_config_entry_runs_under_its_tensors_gpu(monkeypatch):
+    """autoheur.kernels.grouped_mm (the README's explicit-config kernel) launched on the current device with another
+    GPU's pointers: a call whose `a` is on another GPU than the current one runs inside that GPU's
+    `torch.cuda.device`, one on the current GPU without it (tests/inference/test_runtime.py runs it on two GPUs)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from autoheur.kernels import grouped_mm
+
+    inside: list[int] = []
+    ran: list[tuple] = []
+
+    @contextlib.contextmanager
+    def device(index):
+        inside.append(index)
+        yield
+        inside.pop()
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device", device)
+    monkeypatch.setattr(gg, "grouped_mm", lambda a, *rest, **kw: ran.append((a, tuple(inside), kw)))
+    on = {i: SimpleNamespace(device=torch.device("cuda", i)) for i in (0, 1)}
+    for a in (on[1], on[0]):
+        grouped_mm(a, None, None, config=PTR, check_offsets=False)
+    kw = {"config": PTR, "check_offsets": False}
+    assert ran == [(on[1], (1,), kw), (on[0], (), kw)] and not inside
