@@ -278,3 +278,26 @@ def test_problems_with_no_ok_config_are_left_out_and_counted(h100_rows, h100_sli
     assert list(rs.problems) == [one["problem_id"].iloc[0]] and rs.no_oracle == 2
     assert h100_slice.no_oracle == 0
     assert merge_by_problem([rs, RankingSet.from_frame(failed, h100_slice.device)]).no_oracle == 3
+
+
+def test_the_shipped_datasets_and_models_match_the_installed_kernel_source():
+    """autoheur/kernels/grouped_gemm.py's hash keys every shipped dataset and model of the kernel's family: any edit of
+    the file, its Python wrappers included, makes every one of them stale (refused by the loads, warned of by the
+    model). Stop 83 put a device guard there, and 35 tests of loading and training failed."""
+    import json
+
+    from autoheur.collect.schema import kernel_source_hash
+
+    root = Path(__file__).resolve().parents[2]
+    installed = kernel_source_hash()
+    stale = []
+    for path in sorted([*root.glob("data/*/dataset.json"), *root.glob("models/*.json")]):
+        meta = json.loads(path.read_text())
+        meta = meta.get("metadata", meta)
+        if meta.get("family", "triton") == "triton" and meta.get("kernel_hash") != installed:
+            stale.append(f"{path.relative_to(root)}: {meta.get('kernel_hash')}")
+    assert len(stale) == 0, (
+        f"the installed kernel source hashes to {installed}, but these were timed on another: {stale}. Keep "
+        "autoheur/kernels/grouped_gemm.py as it is (put wrappers elsewhere, e.g. autoheur/kernels/__init__.py), or "
+        "re-collect the datasets and retrain the models"
+    )
