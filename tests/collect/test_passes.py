@@ -3,6 +3,7 @@ selects, end to end on the interpreter, resumable, refused on another device, on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -18,6 +19,11 @@ from autoheur.device import INTERPRETER_NAME
 from tests.conftest import HAS_GPU
 
 from .test_runner import IDS, OPTS, TINY, other_gpu, quiet
+
+# The collection of the tests that count the passes' picks: nothing censored. In the interpreter a config's time is
+# noise, and on a loaded host one over twice the best round-1 time was censored, which left a problem one ok config
+# short of a pass's top 2 (the polish test failed so once at stop 83, beside other runs on the 2 cores).
+UNCENSORED = dataclasses.replace(OPTS, abort_factor=float("inf"))
 
 
 def test_configs_to_retime_picks_ok_rows_whose_runs_disagreed():
@@ -153,7 +159,7 @@ def test_configs_to_refine_breaks_ties_at_the_cut_by_config_id():
 def test_refine_end_to_end_after_a_retime(tmp_path):
     """Refine reads the rows as retimed, times its picks in `reps` rounds each and overlays them; resumable."""
     root = tmp_path / "ds"
-    collect(TINY, root, OPTS, log=quiet)
+    collect(TINY, root, UNCENSORED, log=quiet)
     passes.retime(root, CollectOptions(reps=3, workers=1), spread_above=-1.0, log=quiet)
     store = DatasetStore.load(root)
     retimed = store.read()
@@ -188,7 +194,7 @@ def test_refine_and_polish_on_two_workers_share_the_problems(tmp_path):
     """--gpus 2 for the passes: two spawned workers on disjoint problems, a run log each, every problem done once,
     the files packed at the end; the picks are the one-worker pass's."""
     root = tmp_path / "ds"
-    collect(TINY, root, OPTS, log=quiet)
+    collect(TINY, root, UNCENSORED, log=quiet)
     store = DatasetStore.load(root)
     picks = {pid: set(passes.configs_to_refine(store.read_problem(pid), 1e9, 2)) for pid in store.parts()}
     summary = passes.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=2, gpus=2, log=quiet)
@@ -219,7 +225,7 @@ def test_polish_end_to_end_after_the_refine(tmp_path):
     """Polish picks from the rows as retimed and refined, times them in its own rounds and overlays them last; the
     refine's figures stay on disk; resumable; a bad selection is refused before any work."""
     root = tmp_path / "ds"
-    collect(TINY, root, OPTS, log=quiet)
+    collect(TINY, root, UNCENSORED, log=quiet)
     passes.refine(root, CollectOptions(reps=3, workers=1), within=1e9, top=3, log=quiet)
     store = DatasetStore.load(root)
     refined = store.read()
