@@ -54,3 +54,24 @@ def device() -> str:
 @pytest.fixture(name="make_offsets")
 def make_offsets_fixture():
     return make_offsets
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """A stand-in for two GPUs with GPU 0 current, for a device guard's logic without them: returns the list of the
+    `torch.cuda.device` scopes open now (their indexes, innermost last) and a stand-in tensor on each GPU (only its
+    `.device`)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    inside: list[int] = []
+
+    @contextlib.contextmanager
+    def scope(index):
+        inside.append(index)
+        yield
+        inside.pop()
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device", scope)
+    return inside, {i: SimpleNamespace(device=torch.device("cuda", i)) for i in (0, 1)}

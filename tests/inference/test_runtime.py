@@ -694,27 +694,14 @@ def test_tensors_on_another_gpu_than_the_current_one():
         torch.testing.assert_close(out, want, atol=0.05, rtol=0.02)
 
 
-def test_a_call_runs_under_its_tensors_gpu(monkeypatch):
+def test_a_call_runs_under_its_tensors_gpu(monkeypatch, two_gpus):
     """The device guard of `_run` without two GPUs (the test above needs them): a call whose `a` is on another GPU
     than the current one runs inside that GPU's `torch.cuda.device`; one on the current GPU or the CPU without it."""
-    import contextlib
-    from types import SimpleNamespace
-
     import autoheur.inference.api as api
 
-    inside: list[int] = []
+    inside, on = two_gpus
     ran: list[tuple] = []
-
-    @contextlib.contextmanager
-    def device(index):
-        inside.append(index)
-        yield
-        inside.pop()
-
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "device", device)
     monkeypatch.setattr(api, "_run_here", lambda a, *rest: ran.append((a, tuple(inside))))
-    on = {i: SimpleNamespace(device=torch.device("cuda", i)) for i in (0, 1)}
     for a in (on[1], on[0], torch.zeros(2), "not a tensor"):
         api._run(a, None, None, None, True)
     assert ran == [(on[1], (1,)), (on[0], ()), (ran[2][0], ()), ("not a tensor", ())] and not inside

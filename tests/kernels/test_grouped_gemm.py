@@ -400,28 +400,15 @@ def test_bfloat16_on_the_cpu_is_refused_before_any_launch(monkeypatch):
         assert empty.shape == (0, 32) and not launched
 
 
-def test_the_explicit_config_entry_runs_under_its_tensors_gpu(monkeypatch):
+def test_the_explicit_config_entry_runs_under_its_tensors_gpu(monkeypatch, two_gpus):
     """autoheur.kernels.grouped_mm (the README's explicit-config kernel) launched on the current device with another
     GPU's pointers: a call whose `a` is on another GPU than the current one runs inside that GPU's
     `torch.cuda.device`, one on the current GPU without it (tests/inference/test_runtime.py runs it on two GPUs)."""
-    import contextlib
-    from types import SimpleNamespace
-
     from autoheur.kernels import grouped_mm
 
-    inside: list[int] = []
+    inside, on = two_gpus
     ran: list[tuple] = []
-
-    @contextlib.contextmanager
-    def device(index):
-        inside.append(index)
-        yield
-        inside.pop()
-
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "device", device)
     monkeypatch.setattr(gg, "grouped_mm", lambda a, *rest, **kw: ran.append((a, tuple(inside), kw)))
-    on = {i: SimpleNamespace(device=torch.device("cuda", i)) for i in (0, 1)}
     for a in (on[1], on[0]):
         grouped_mm(a, None, None, config=PTR, check_offsets=False)
     kw = {"config": PTR, "check_offsets": False}
