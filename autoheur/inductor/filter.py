@@ -85,9 +85,13 @@ class ChoiceFilter:
         device = self.device or self.model.device
         extrapolation = getattr(self.model, "extrapolation", None)
         # a model of the older protocol, extrapolation(problem, device), is asked as before: no margin
-        takes = bool(extrapolation) and _takes_margin(extrapolation)
-        outside = (extrapolation(problem, device, margin=self.range_margin) if takes else extrapolation(problem, device)
-                   ) if extrapolation else []  # fmt: skip
+        takes = extrapolation is not None and _takes_margin(extrapolation)
+        if extrapolation is None:
+            outside = []
+        elif takes:
+            outside = extrapolation(problem, device, margin=self.range_margin)
+        else:
+            outside = extrapolation(problem, device)
         if outside:
             ranges = any("(trained on " in why for why in outside)  # not only an operand layout never trained on
             by = f" by more than {self.range_margin:g} of a span" if takes and ranges else ""
