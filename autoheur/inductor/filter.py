@@ -38,13 +38,11 @@ class ChoiceFilter:
         """Arguments checked here, when `enable()` is called: a wrong one otherwise surfaced inside torch.compile's
         lowering (a path as the model, a device name), or filtered Inductor's grid with a model of another space."""
         from autoheur.device import DeviceSpec
-        from autoheur.models.artifact import TrainedModel
+        from autoheur.models.artifact import TrainedModel, check_margin
 
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise ValueError(f"top_k={top_k!r} must be a positive integer")
-        if not (isinstance(range_margin, (int, float)) and not isinstance(range_margin, bool)
-                and 0 <= range_margin < float("inf")):  # fmt: skip
-            raise ValueError(f"range_margin={range_margin!r}: expected a share of a feature's training span, 0 or more")
+        range_margin = check_margin(range_margin, "range_margin")
         if model is not None:
             if not callable(getattr(getattr(model, "ranker", None), "rank", None)):  # a TrainedModel, or its likes
                 raise TypeError(f"model must be a TrainedModel (TrainedModel.load(path)) or None, got "
@@ -57,7 +55,7 @@ class ChoiceFilter:
             device = device.to_dict()
         if device is not None and (not isinstance(device, dict) or not device):
             raise TypeError(f"device must be a DeviceSpec or its to_dict() (or None: the model's), got {device!r}")
-        self.model, self.top_k, self.device, self.range_margin = model, top_k, device, float(range_margin)
+        self.model, self.top_k, self.device, self.range_margin = model, top_k, device, range_margin
         self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
 
     def __call__(self, choices: list) -> list:

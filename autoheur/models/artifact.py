@@ -59,6 +59,14 @@ def library_versions() -> dict:
     return out
 
 
+def check_margin(value, name: str) -> float:
+    """A range margin (`TrainedModel.extrapolation`, the Inductor filter's `range_margin`) as a float: a finite share of
+    a feature's training span, 0 or more; ValueError naming `name` otherwise (a bool, NaN, a string included)."""
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")):
+        raise ValueError(f"{name}={value!r}: expected a share of a feature's training span, 0 or more")
+    return float(value)
+
+
 @dataclass
 class TrainedModel:
     ranker: Ranker
@@ -103,8 +111,7 @@ class TrainedModel:
         """The problem features of `problem` outside the range the model was trained on (empty: inside it); with a
         `margin`, only those further out than that share of the feature's span in training (a feature constant in
         training has no span: any other value is outside)."""
-        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool) and 0 <= margin < float("inf")):
-            raise ValueError(f"margin={margin!r}: expected a share of each feature's training span, 0 or more")
+        check_margin(margin, "margin")
         from autoheur.features.core import N_PROBLEM, problem_vector
 
         out = []
