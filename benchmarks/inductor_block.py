@@ -9,6 +9,10 @@ graphs on). Three ways, each in a fresh process with every compile cache off
   autoheur op     the block through `torch.ops.autoheur.grouped_mm` (autoheur's own tuning, its cache off)
 Per way: the first call's wall time (compile + autotune + run) and the steady-state time of a call
 (`triton.testing.do_bench`, median), plus how many grouped-mm choices Inductor benchmarked (from its feedback saver).
+`--dynamic` compiles with the token rows symbolic (`torch._dynamo.mark_dynamic`, as torch.compile's automatic dynamic
+recompiles on a second batch size), so Inductor autotunes one kernel per GEMM for every size at the hint (`--tokens`);
+`--steady-tokens` then times the compiled block at other token counts too (its first call there, and its steady
+state), with the same routing law.
 
 Example (one H100):
   python benchmarks/inductor_block.py --out $OUT --model qwen3-30b-a3b --tokens 4096
@@ -33,7 +37,16 @@ def _set_env(env: dict) -> None:
     os.environ.update(env)
 
 
-def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: int, seed: int) -> dict:
+def _offsets(torch, tokens: int, experts: int, dev):
+    """Uniform routing: each row to an expert at random (multinomial counts), as cumulative int32 offsets."""
+    counts = torch.distributions.Multinomial(tokens, torch.ones(experts)).sample().to(torch.int64)
+    return torch.cumsum(counts, 0).to(device=dev, dtype=torch.int32)
+
+
+def _run(
+    way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: int, seed: int, dynamic: bool = False,
+    steady_tokens: tuple[int, ...] = (),
+) -> dict:  # fmt: skip
     import torch
     import torch.nn.functional as F
     import triton.testing
@@ -42,11 +55,10 @@ def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: in
 
     torch.manual_seed(seed)
     dev, dt = "cuda", torch.bfloat16
-    x = torch.randn(tokens, hidden, device=dev, dtype=dt)
+    x = torch.randn(tokens, hidden, device=dev, dtype=dt)  # this order of draws: the routings of earlier records
     w1 = torch.randn(experts, 2 * inter, hidden, device=dev, dtype=dt) / hidden**0.5
     w2 = torch.randn(experts, hidden, inter, device=dev, dtype=dt) / inter**0.5
-    counts = torch.distributions.Multinomial(tokens, torch.ones(experts)).sample().to(torch.int64)
-    offs = torch.cumsum(counts, 0).to(device=dev, dtype=torch.int32)
+    offs = _offsets(torch, tokens, experts, dev)
 
     if way == "autoheur op":
         import autoheur.inference  # noqa: F401  (registers torch.ops.autoheur.grouped_mm)
@@ -84,7 +96,9 @@ def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: in
     # (AUTOHEUR_CHECK_OFFSETS=0, set for that way: torch._grouped_mm does not read them back either).
     mode = "max-autotune"
     with config.patch(force_disable_caches=True):
-        fn = torch.compile(block, mode=mode, fullgraph=True, dynamic=False)
+        fn = torch.compile(block, mode=mode, fullgraph=True, dynamic=None if dynamic else False)
+        if dynamic:
+            torch._dynamo.mark_dynamic(x, 0)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         out = fn(x, offs)
@@ -92,8 +106,19 @@ def _run(way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: in
         first = time.perf_counter() - t0
         out_norm = float(out.float().norm())  # before the next call: a CUDA graph's output is overwritten by it
         steady = triton.testing.do_bench(lambda: fn(x, offs), warmup=25, rep=200, return_mode="median")
+        at = []
+        for t in steady_tokens:  # the compiled block at other sizes: one kernel per GEMM when dynamic
+            x2 = torch.randn(t, hidden, device=dev, dtype=dt)
+            offs2 = _offsets(torch, t, experts, dev)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn(x2, offs2)
+            torch.cuda.synchronize()
+            first_t = time.perf_counter() - t0
+            ms = triton.testing.do_bench(lambda: fn(x2, offs2), warmup=25, rep=200, return_mode="median")  # noqa: B023
+            at.append({"tokens": t, "first_call_s": first_t, "steady_ms": float(ms)})
     res = {"way": way, "first_call_s": first, "steady_ms": float(steady), "benchmarked": benchmarked,
-           "out_norm": out_norm}  # fmt: skip
+           "out_norm": out_norm, "dynamic": dynamic, "steady_at": at}  # fmt: skip
     if scope is not None:
         res["filter_decisions"] = scope.filter.decisions
     return res
@@ -106,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=4096, help="token-expert rows (tokens x experts per token)")
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--ways", default=",".join(WAYS))
+    ap.add_argument("--dynamic", action="store_true", help="the token rows symbolic (compiled once for every size)")
+    ap.add_argument("--steady-tokens", default="", help="other token counts to time the compiled block at (a,b,...)")
     args = ap.parse_args(argv)
+    steady_tokens = tuple(int(t) for t in args.steady_tokens.split(",") if t.strip())
     from autoheur.collect.workloads import load_models
 
     spec = load_models()["models"][args.model]
@@ -122,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 1, mp_context=mp.get_context("spawn"), initializer=_set_env, initargs=(env,)
             ) as pool:
                 try:
-                    row = pool.submit(_run, way, *dims).result()
+                    row = pool.submit(_run, way, *dims, args.dynamic, steady_tokens).result()
                 except Exception as e:  # one way's failure is a result too; the other ways still run
                     row = {"way": way, "error": f"{type(e).__name__}: {e}"[:2000]}
         row.update(model=args.model, tokens=args.tokens)

@@ -12,9 +12,10 @@ Inductor offers the ATen kernel plus its persistent Triton template over a fixed
 rows per group and shared memory) and compiles and benchmarks every one. `enable()` registers a preprocessing function
 (`torch._inductor.select_algorithm.add_preprocessing_fn`, run before anything is compiled) that keeps the ATen choice
 and the k template choices a model ranks best for the problem, and leaves the list whole when unsure: no model for
-this GPU, a problem it cannot read (symbolic sizes), one outside the model's training range (by more than 2% of a
-feature's span there: filter.RANGE_MARGIN), or k or fewer template choices. See choices.py for how a choice is read
-and filter.py for the decision.
+this GPU, a problem it cannot read, one outside the model's training range (by more than 2% of a feature's span
+there: filter.RANGE_MARGIN), or k or fewer template choices. Under dynamic shapes (a recompile on a second row count)
+it ranks at Inductor's size hints, among the choices a static shape of those sizes is offered. See choices.py for how
+a choice is read and filter.py for the decision.
 
 Versions: the hooks used (`add_preprocessing_fn`, `add_feedback_saver`, the `triton_grouped_mm_<i>` names and their
 kwargs description) exist in torch 2.9 to 2.15, as read from those wheels. Tested: torch 2.13 on the CPU, on the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 from autoheur.kernels.config import KernelConfig
 from autoheur.problem import Problem
@@ -120,12 +121,29 @@ def offsets_decrease(end: int, groups: int, alignment: int) -> bool:
     return any(e > end for e in _rounded_ends(end, groups, alignment))
 
 
-def choices_problem(choices) -> Problem | None:
-    """The problem of a grouped-mm choice list (read from its first template choice), or None when unreadable."""
+@dataclass(frozen=True)
+class ChoicesRead:
+    """What a grouped-mm choice list says: the problem Inductor benchmarks (at its size hints), the operand sizes and
+    strides that are symbolic (dynamic shapes; empty when static), and the template tiles Inductor would offer if
+    those sizes were static at their hints (None when static, or where this torch's pruning could not be applied)."""
+
+    problem: Problem
+    symbolic: tuple[str, ...] = ()
+    static_offer: frozenset[tuple[int, int, int, int, int]] | None = None
+
+
+def read_choices(choices) -> ChoicesRead | None:
+    """Read a grouped-mm choice list from its first template choice; None when it cannot be read.
+
+    Under dynamic shapes (torch.compile's automatic dynamic recompiles with a symbolic row count on a second size)
+    Inductor benchmarks every choice at the sizes' hints and keeps one for every size, so the problem is read at those
+    hints too. It also skips its pruning by rows per group then (94 template choices where a static 2D x 3D shape has
+    41-77), offering tiles no static shape of the hint's size is offered; `static_offer` is the set it would offer."""
     from torch._inductor.virtualized import V
 
     for c in choices:
-        if template_kwargs(c) is None:
+        kw = template_kwargs(c)
+        if kw is None:
             continue
         try:
             nodes = c.input_nodes
@@ -133,16 +151,55 @@ def choices_problem(choices) -> Problem | None:
             hints = getattr(sv, "size_hints", None) or sv.optimization_hints
             a, b = nodes[0], nodes[1]
             groups = int(hints(nodes[2].get_size())[0]) if len(nodes) > 2 else None
-            if any(_symbolic(x) for n in (a, b) for x in (*n.get_size(), *n.get_stride())):
-                return None  # dynamic shapes: the hint is one value of many
+            symbolic = tuple(
+                f"{name}.{what}[{i}]"
+                for name, n in (("A", a), ("B", b))
+                for what, xs in (("size", n.get_size()), ("stride", n.get_stride()))
+                for i, x in enumerate(xs)
+                if _symbolic(x)
+            )
             dtype = str(a.get_dtype()).removeprefix("torch.")
-            return inductor_problem(
-                hints(a.get_size()), hints(a.get_stride()), hints(b.get_size()), hints(b.get_stride()), groups, dtype
+            a_size = hints(a.get_size())
+            problem = inductor_problem(
+                a_size, hints(a.get_stride()), hints(b.get_size()), hints(b.get_stride()), groups, dtype
             )
         except Exception as exc:  # an IR this code does not know: unsure, so no filtering
             log.info("autoheur.inductor: cannot read the problem: %s: %s", type(exc).__name__, exc)
             return None
+        offer = None
+        if symbolic:
+            g = groups if groups is not None else int(a_size[0])
+            offer = static_offer(g, int(a_size[-2]), a.get_dtype().itemsize, kw)
+        return ChoicesRead(problem, symbolic, offer)
     return None
+
+
+def choices_problem(choices) -> Problem | None:
+    """The problem of a grouped-mm choice list with static sizes; None when unreadable or symbolic."""
+    read = read_choices(choices)
+    return read.problem if read is not None and not read.symbolic else None
+
+
+def static_offer(groups: int, m: int, itemsize: int, kwargs: dict[str, str]) -> frozenset | None:
+    """The (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) Inductor's lowering offers for static sizes `groups` and `m`
+    (its `m`: A's rows, per group for 2D x 3D), by calling its own pruning (`early_config_prune`) on its own grid;
+    None where this torch has neither or they cannot be called so."""
+    try:
+        from torch._inductor.kernel.mm_grouped import early_config_prune, grouped_mm_configs
+
+        named = {k: kwargs[k] == "True" for k in ("A_IS_2D", "B_IS_2D")}
+        kept = early_config_prune(int(groups), int(m), int(itemsize), grouped_mm_configs(), named)
+        return frozenset(
+            (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages, c.num_warps) for c in kept
+        )
+    except Exception as exc:  # another torch's pruning: no static offer to narrow to
+        log.info("autoheur.inductor: cannot apply Inductor's static pruning: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def tile_key(cfg: KernelConfig) -> tuple[int, int, int, int, int]:
+    """The part of a twin config that names Inductor's template config (`static_offer`'s members)."""
+    return (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_stages, cfg.num_warps)
 
 
 def _symbolic(x) -> bool:

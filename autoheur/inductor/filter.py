@@ -6,6 +6,10 @@ Decision, per autotuning call (one list of choices):
     RANGE_MARGIN of a feature's span there, or k or fewer template choices: untouched (logged at INFO with the reason);
   - otherwise: every non-template choice (ATen and any other backend) in its place, plus the k template choices the
     model scores best (their order in the list kept), logged at INFO.
+Symbolic sizes (dynamic shapes: torch.compile recompiles so on a second row count) are read at Inductor's size hints,
+at which Inductor itself benchmarks the choices and picks one kernel for every size. It skips its pruning by rows per
+group then, so the model ranks only the choices a static shape of the hinted sizes is offered (Inductor's own pruning
+called at the hints: the model's training distribution); where that pruning cannot be called, the list stays whole.
 The model is anything with `ranker.rank(problem, configs, device) -> scores` and `device` (a `TrainedModel`); by
 default the one shipped for this GPU's Inductor grid, `models/inductor-<device-slug>.joblib`.
 """
@@ -18,7 +22,7 @@ import logging
 import warnings
 from pathlib import Path
 
-from autoheur.inductor.choices import choices_problem, config_from_kwargs, template_kwargs
+from autoheur.inductor.choices import config_from_kwargs, read_choices, template_kwargs, tile_key
 
 log = logging.getLogger("autoheur")
 
@@ -77,9 +81,20 @@ class ChoiceFilter:
             return everything, f"{len(templates)} template choices <= top_k={self.top_k}: full list"
         if any(cfg is None for _, cfg in templates):
             return everything, "a template choice could not be read: full list"
-        problem = choices_problem(choices)
-        if problem is None:
-            return everything, "problem not readable (symbolic sizes?): full list"
+        template_ids = {i for i, _ in templates}  # every template choice: those not chosen below are dropped
+        read = read_choices(choices)
+        if read is None:
+            return everything, "problem not readable: full list"
+        problem, dynamic = read.problem, ""
+        if read.symbolic:
+            if read.static_offer is None:
+                return everything, f"symbolic sizes ({', '.join(read.symbolic)}) and no static pruning: full list"
+            offered = len(templates)
+            templates = [(i, cfg) for i, cfg in templates if tile_key(cfg) in read.static_offer]
+            if not templates:
+                return everything, f"symbolic sizes ({', '.join(read.symbolic)}), none statically offered: full list"
+            dynamic = (f"; symbolic {', '.join(read.symbolic)}: ranked at the size hints among the {len(templates)} "
+                       f"of {offered} template choices a static shape of those sizes is offered")  # fmt: skip
         device = self.device or self.model.device
         extrapolation = getattr(self.model, "extrapolation", None)
         # a model of the older protocol, extrapolation(problem, device), is asked as before: no margin
@@ -98,11 +113,10 @@ class ChoiceFilter:
         scores = list(self.model.ranker.rank(problem, [cfg for _, cfg in templates], device))
         ranked = sorted(range(len(templates)), key=lambda j: -scores[j])[: self.top_k]
         chosen = {templates[j][0] for j in ranked}
-        template_ids = {i for i, _ in templates}
         keep = [i for i in everything if i not in template_ids or i in chosen]
         return keep, f"model top-{self.top_k} of {len(templates)} template choices for {problem.layout} " + (
             f"g={problem.groups} n={problem.n} k={problem.k} rows={problem.total}"
-        ) + (f"; within the range margin: {', '.join(near[:3])}" if near else "")
+        ) + (f"; within the range margin: {', '.join(near[:3])}" if near else "") + dynamic
 
 
 def _takes_margin(extrapolation) -> bool:

@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 from autoheur.inductor import ChoiceFilter, disable, enable, grid_configs, inductor_problem, template_config
-from autoheur.inductor.choices import even_split
+from autoheur.inductor.choices import ChoicesRead, even_split, tile_key
 
 from .conftest import Recorder, compile_and_run
 
@@ -166,6 +166,76 @@ def test_the_shipped_model_narrows_real_choices(hopper, monkeypatch, gpu):
     assert "model top-10" in scope.filter.decisions[0]["why"] and scope.filter.decisions[0]["choices"] > 11
 
 
+class ScoreSmallTiles(ScoreByTile):
+    """A stand-in model that prefers the smallest BLOCK_M: tiles Inductor prunes for many rows per group."""
+
+    class ranker:  # noqa: N801
+        @staticmethod
+        def rank(problem, configs, device):
+            return [-c.block_m * 1000 - c.block_n - c.num_stages / 10 - c.num_warps / 100 for c in configs]
+
+
+def _lowered_at(rows: list[int], flt: ChoiceFilter | None, mark_dynamic: bool = False) -> Recorder:
+    """One compiled grouped_mm called at each row count in turn (torch.compile's default automatic dynamic: the second
+    size recompiles with a symbolic row count, the third reuses it), with `flt` installed if given."""
+    import torch
+
+    torch._dynamo.reset()  # a fresh start: dynamo remembers the sizes an earlier compile of this code saw
+    rec = Recorder()
+    if flt is not None:
+        sa.add_preprocessing_fn(flt)
+    sa.add_preprocessing_fn(rec)
+    try:
+        fn = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), fullgraph=True)
+        b = torch.randn(4, 512, 256, dtype=torch.bfloat16).transpose(-2, -1)
+        for r in rows:
+            a = torch.randn(r, 256, dtype=torch.bfloat16)
+            if mark_dynamic:
+                torch._dynamo.mark_dynamic(a, 0)
+            offs = torch.arange(1, 5, dtype=torch.int32) * (r // 4)
+            torch.testing.assert_close(fn(a, b, offs), torch._grouped_mm(a, b, offs))
+    finally:
+        fns = sa.get_algorithm_selector_cache().preprocessing_fns
+        for f in (flt, rec):
+            if f in fns:
+                fns.remove(f)
+    return rec
+
+
+def test_a_dynamic_recompile_is_narrowed_among_what_a_static_shape_is_offered(hopper):
+    """torch.compile's recompile on a second row count makes the rows symbolic: Inductor then skips its pruning by rows
+    per group (94 template choices where 1,024 rows in 4 groups get 40) and benchmarks all at the size hints. The
+    filter ranks at those hints too, among the choices a static shape of that size is offered (the model's training
+    distribution), so a model fond of small tiles cannot pick one Inductor would never offer there; a third size
+    compiles nothing."""
+    (static,) = _lowered_at([1024], None).lists
+    offered = {tile_key(template_config(c)) for c in static if template_config(c) is not None}
+    flt = ChoiceFilter(ScoreSmallTiles(), top_k=5)
+    rec = _lowered_at([512, 1024, 2048], flt)
+    assert len(rec.lists) == 2 and len(flt.decisions) == 2  # the first size, then the recompile; none for 2048
+    dynamic, decision = rec.lists[1], flt.decisions[1]
+    assert decision["templates"] == 94 > len(offered) == 40 and decision["kept"] == len(dynamic) == 6
+    kept = [tile_key(template_config(c)) for c in dynamic if template_config(c) is not None]
+    assert len(kept) == 5 and set(kept) <= offered and min(k[0] for k in kept) == 64
+    assert "symbolic A.size[0]: ranked at the size hints among the 40 of 94" in decision["why"]
+    assert "rows=1024" in decision["why"] and dynamic[0].name == "_grouped_mm"
+
+
+def test_a_dynamic_list_without_inductors_static_pruning_stays_whole(hopper, monkeypatch):
+    """Where this torch's pruning cannot be called at the hints (another signature, other kwargs), the filter cannot
+    tell which choices a static shape gets: the symbolic list is left whole, and says why."""
+    from autoheur.inductor import choices
+
+    assert choices.static_offer(4, 1024, 2, {"A_IS_2D": "True"}) is None  # no B_IS_2D: not callable so
+    assert len(choices.static_offer(4, 1024, 2, {"A_IS_2D": "True", "B_IS_2D": "False"})) == 40
+    monkeypatch.setattr(choices, "static_offer", lambda *args: None)
+    flt = ChoiceFilter(ScoreSmallTiles(), top_k=5)
+    rec = _lowered_at([64], flt, mark_dynamic=True)
+    (decision,) = flt.decisions
+    assert len(rec.lists[0]) == decision["choices"] == 95
+    assert decision["why"] == "symbolic sizes (A.size[0]) and no static pruning: full list"
+
+
 def test_enable_without_a_model_warns_and_disable_removes_only_ours(hopper, tmp_path, monkeypatch):
     from autoheur.models import artifact
 
@@ -235,11 +305,12 @@ def test_an_unreadable_template_choice_or_problem_leaves_the_list_whole(monkeypa
     from autoheur.inductor import filter as filt
     from autoheur.problem import Problem
 
-    monkeypatch.setattr(filt, "choices_problem", lambda choices: Problem("2d3d", 4, (128,) * 4, 0, 512, 256))
+    read = ChoicesRead(Problem("2d3d", 4, (128,) * 4, 0, 512, 256))
+    monkeypatch.setattr(filt, "read_choices", lambda choices: read)
     flt = ChoiceFilter(ScoreByTile(), top_k=2)
     choices = _described_choices(unreadable=True)
     assert flt(choices) == choices and "could not be read" in flt.decisions[-1]["why"]
-    monkeypatch.setattr(filt, "choices_problem", lambda choices: None)
+    monkeypatch.setattr(filt, "read_choices", lambda choices: None)
     choices = _described_choices()
     assert flt(choices) == choices and "not readable" in flt.decisions[-1]["why"]
 
@@ -248,7 +319,8 @@ def test_the_filters_device_is_the_one_scored_on(monkeypatch):
     from autoheur.inductor import filter as filt
     from autoheur.problem import Problem
 
-    monkeypatch.setattr(filt, "choices_problem", lambda choices: Problem("2d3d", 4, (128,) * 4, 0, 512, 256))
+    read = ChoicesRead(Problem("2d3d", 4, (128,) * 4, 0, 512, 256))
+    monkeypatch.setattr(filt, "read_choices", lambda choices: read)
     model = _RecordsDevice()
     kept = ChoiceFilter(model, top_k=2, device={"name": "this-gpu"})(_described_choices())
     assert model.seen == ["this-gpu"]
