@@ -20,7 +20,9 @@ a choice is read and filter.py for the decision.
 Versions: the hooks used (`add_preprocessing_fn`, `add_feedback_saver`, the `triton_grouped_mm_<i>` names and their
 kwargs description) exist in torch 2.9 to 2.15, as read from those wheels. Tested: torch 2.13 on the CPU, on the
 real choice lists of Inductor's lowering (tests/inductor), and torch 2.11 on an H100 (tests/inductor, and the MoE
-block of benchmarks/inductor_block.py; BENCHMARKS.md).
+block of benchmarks/inductor_block.py; BENCHMARKS.md). Dynamic shapes also call Inductor's own pruning,
+`early_config_prune(g, m, itemsize, configs, named_args)`: so in torch 2.11 (an H200, stop 84) and 2.13 (the CPU);
+a torch where it cannot be called so leaves a symbolic list whole.
 """
 
 from autoheur.inductor.choices import grid_configs, inductor_problem, template_config
