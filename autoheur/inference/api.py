@@ -13,6 +13,7 @@ validated in full before anything runs.
 from __future__ import annotations
 
 import torch
+from torch.autograd import forward_ad
 
 from autoheur import env_flag
 from autoheur.inference.aten import ATEN, aten_grouped_mm
@@ -55,6 +56,19 @@ def _signature(a, b, offs, out_dtype) -> tuple | None:
             out_dtype, o)  # fmt: skip
 
 
+def _refuse_tangents(a, b) -> None:
+    """Forward-mode AD (torch.autograd.forward_ad, torch.func.jvp / jacfwd): torch._grouped_mm has no forward
+    derivative and raises NotImplementedError on a dual input; the kernel reads the primal alone, and its output would
+    have no tangent, silently a zero derivative. Called only inside a dual level (one int read on every call)."""
+    for name, t in (("a", a), ("b", b)):
+        if isinstance(t, torch.Tensor) and forward_ad.unpack_dual(t).tangent is not None:
+            raise NotImplementedError(
+                f"{name} is a dual tensor (forward-mode AD: torch.autograd.forward_ad, torch.func.jvp or jacfwd): "
+                "grouped_mm has no forward-mode derivative, as torch._grouped_mm has none; use reverse mode "
+                "(backward, torch.autograd.grad)"
+            )
+
+
 def _rebind(fields: dict, a, b, offs) -> GemmCall:
     """A validated call from a stored one's fields and new tensors (GemmCall's frozen __init__ costs microseconds
     per field; this is one dict copy)."""
@@ -78,6 +92,8 @@ def grouped_mm(
     except AttributeError:  # not a tensor: the validator's error names the argument
         validate(a, b, offs, out_dtype)
         raise
+    if forward_ad._current_level >= 0:  # inside a dual level (torch.func.jvp enters one too)
+        _refuse_tangents(a, b)
     if needs_grad or torch.compiler.is_compiling():
         from autoheur.inference.op import differentiable_grouped_mm
 
@@ -90,6 +106,8 @@ def grouped_mm_offsets_checked(a: torch.Tensor, b: torch.Tensor, offs: torch.Ten
     """`grouped_mm` without autograd and without reading the offsets back, for a caller that checked these very
     offsets already: the backward of a call that checked them, whose saved offsets autograd refuses to hand back if
     they were modified in place since (their ragged extent is the same tensor dimension in all three GEMMs)."""
+    if forward_ad._current_level >= 0:
+        _refuse_tangents(a, b)
     return _run(a, b, offs, out_dtype, False)
 
 

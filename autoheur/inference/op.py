@@ -7,6 +7,10 @@ for tracing and an autograd formula whose two gradients are grouped GEMMs of the
   3d3d  C[g]     = A[g] . B[g]          dA = dC . B^T (3d3d)          dB = A^T . dC (3d3d)
 
 Transposes are views (the kernel takes either major). Rows or columns past the last offset get zero gradient.
+
+Forward-mode AD is refused as torch._grouped_mm refuses it (api.py, `_refuse_tangents`), with one gap that is
+torch's: under torch.func.jvp the op's generated autograd kernel (torch/_library/autograd.py) hands the
+implementation unwrapped tensors without their tangents, so the op called directly there gives a zero tangent.
 """
 
 from __future__ import annotations

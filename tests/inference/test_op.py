@@ -87,3 +87,24 @@ def test_the_op_refuses_inputs_on_two_devices_even_when_one_is_meta(which):
     with pytest.raises(TypeError, match="both must have one dtype"):
         torch.ops.autoheur.grouped_mm(a.to("meta"), b.half().to("meta"), offs.to("meta"), None)
     assert torch.ops.autoheur.grouped_mm(a.to("meta"), b.to("meta"), offs.to("meta"), None).shape == (16, 32)
+
+
+@pytest.mark.parametrize("how", ["make_dual-api", "make_dual-op", "make_dual-requires-grad", "func.jvp-api"])
+def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
+    """torch._grouped_mm has no forward-mode derivative and raises NotImplementedError on a dual input. The kernel
+    read the primal alone and returned an output without a tangent (torch.autograd.forward_ad: tangent None,
+    silently a zero derivative), or failed on the functorch wrapper's data pointer (torch.func.jvp)."""
+    import torch.autograd.forward_ad as fwAD
+
+    a, b = torch.randn(16, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)
+    mm = torch.ops.autoheur.grouped_mm if how.endswith("op") else grouped_mm
+    with pytest.raises(NotImplementedError, match=r"^a is a dual tensor \(forward-mode AD"):
+        if how == "func.jvp-api":
+            torch.func.jvp(lambda x: mm(x, b, offs), (a,), (torch.randn_like(a),))
+        else:
+            with fwAD.dual_level():
+                primal = a.clone().requires_grad_() if how.endswith("requires-grad") else a
+                mm(fwAD.make_dual(primal, torch.randn_like(a)), b, offs)
+    with fwAD.dual_level():  # inputs without tangents inside a dual level compute, as torch's do
+        torch.testing.assert_close(mm(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
