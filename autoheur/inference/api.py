@@ -38,6 +38,14 @@ def _plain(a, b, offs=None) -> bool:
     return type(a) in _PLAIN and type(b) in _PLAIN and (offs is None or type(offs) in _PLAIN)
 
 
+def _functorch_wrapped(*tensors) -> bool:
+    """Whether a tensor is a torch.func transform's wrapper (vmap's batched tensor, grad's or jvp's): its type is
+    torch.Tensor but it has no storage. Such calls go through the custom op, whose implementation torch's transforms
+    call on the unwrapped tensors (vmap through its batching fallback, slice by slice)."""
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    return any(isinstance(t, torch.Tensor) and wrapped(t) for t in tensors)
+
+
 def _signature(a, b, offs, out_dtype) -> tuple | None:
     """Every tensor property `validate` reads and Triton specializes a compiled kernel on, or None when the fast path
     does not apply. Two calls with equal signatures validate to the same result (the offsets' values aside, which
@@ -129,6 +137,8 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
         hit = tuner.fast.get(sig) if sig is not None else None
     except (TypeError, RuntimeError):  # an unhashable out_dtype, a sparse tensor's data_ptr: `validate` below names it
         sig = hit = None
+        if _functorch_wrapped(a, b, offs):  # no data pointer either: the op runs under torch.func's transforms
+            return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
         if bound is None or (check_offsets and offs is not None):

@@ -3,6 +3,8 @@ groups."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -108,3 +110,16 @@ def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
                 mm(fwAD.make_dual(primal, torch.randn_like(a)), b, offs)
     with fwAD.dual_level():  # inputs without tangents inside a dual level compute, as torch's do
         torch.testing.assert_close(mm(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
+
+
+def test_vmap_over_the_api_computes_each_slice():
+    """torch.vmap hands the API batched tensors, which have no data pointer: the fast path's signature and the
+    validator failed on it ("Cannot access data pointer of Tensor that doesn't have storage"). They now go through
+    the custom op, which torch's batching fallback runs slice by slice, as torch._grouped_mm's vmap computes."""
+    torch.manual_seed(0)
+    a, b = torch.randn(2, 16, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the batching fallback's performance warning
+        got = torch.vmap(lambda x: grouped_mm(x, b, offs))(a)
+    torch.testing.assert_close(got, torch.stack([reference_grouped_mm(x, b, offs) for x in a]), atol=1e-4, rtol=1e-4)
