@@ -11,6 +11,8 @@ Transposes are views (the kernel takes either major). Rows or columns past the l
 Forward-mode AD is refused as torch._grouped_mm refuses it (api.py, `_refuse_tangents`), with one gap that is
 torch's: under torch.func.jvp the op's generated autograd kernel (torch/_library/autograd.py) hands the
 implementation unwrapped tensors without their tangents, so the op called directly there gives a zero tangent.
+torch.func.grad / jacrev run `autoheur.grouped_mm` (`_Transformed`), and vmap runs both; the op called directly under
+grad or jacrev raises, as torch's custom_op makes its autograd.Function without setup_context (pytorch/pytorch#168393).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _zero_tail(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
     if offs.numel() == 0:  # no groups: all of it is past the end
         t.zero_()
         return
-    if t.is_cuda:
+    if t.is_cuda and not torch._C._functorch.is_functorch_wrapped_tensor(t):  # a torch.func wrapper: torch's ops
         zero_past_end(t, offs, dim)
         return
     idx = torch.arange(t.shape[dim], device=t.device)
@@ -137,8 +139,11 @@ def _operand(g: torch.Tensor) -> torch.Tensor:
     into rows padded to 16 bytes. A traced tensor has no pointer to check: it is only made row- or column-major."""
     if type(g) not in _PLAIN:
         return g if g.is_contiguous() or _t(g).is_contiguous() else g.contiguous()
-    if operand_ok(g):
-        return g
+    try:
+        if operand_ok(g):
+            return g
+    except RuntimeError:  # a torch.func wrapper (grad, vmap) has no data pointer to check: copied as below
+        pass
     n = g.shape[-1]
     quantum = ALIGN_BYTES // g.element_size()
     padded = g.new_empty((*g.shape[:-1], -(-n // quantum) * quantum))[..., :n]
@@ -194,6 +199,30 @@ class _Eager(torch.autograd.Function):
         return _backward(ctx, grad)
 
 
+class _Transformed(torch.autograd.Function):
+    """`_Eager` under torch.func's transforms (grad, jacrev, vmap of a call that needs gradients), which run an
+    autograd.Function only with a separate `setup_context` (and, under vmap, a vmap rule), as they run
+    torch._grouped_mm's derivative. Its forward sees unwrapped tensors; the wrapped ones its backward sees go through
+    the API, which hands them to the op (api.py, `_functorch_wrapped`). Not used outside the transforms: `apply`
+    binds a setup_context Function's arguments with inspect.signature on every call (~50 us of host time on a slow
+    CPU)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a, b, offs, out_dtype):
+        return _grouped_mm(a, b, offs, out_dtype)
+
+    setup_context = staticmethod(_setup_context)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _backward(ctx, grad)
+
+
+_transforms_active = torch._C._are_functorch_transforms_active
+
+
 def differentiable_grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
                               out_dtype: torch.dtype | None = None) -> torch.Tensor:  # fmt: skip
     """`autoheur.grouped_mm` with autograd: the custom op while torch.compile traces, else the eager Function."""
@@ -203,4 +232,4 @@ def differentiable_grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tens
         if not all(isinstance(x, torch.Tensor) for x in (a, b, a if offs is None else offs)):
             validate(a, b, offs, out_dtype)  # its error names the argument, where the op's schema check would not
         return grouped_mm(a, b, offs, out_dtype)
-    return _Eager.apply(a, b, offs, out_dtype)
+    return (_Transformed if _transforms_active() else _Eager).apply(a, b, offs, out_dtype)

@@ -123,3 +123,31 @@ def test_vmap_over_the_api_computes_each_slice():
         warnings.simplefilter("ignore")  # the batching fallback's performance warning
         got = torch.vmap(lambda x: grouped_mm(x, b, offs))(a)
     torch.testing.assert_close(got, torch.stack([reference_grouped_mm(x, b, offs) for x in a]), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap-requires-grad"])
+def test_torch_func_transforms_differentiate_the_api_like_torch(transform):
+    """torch.func.grad (and jacrev, vmap over a call that needs gradients) refused the API's autograd.Function: "it
+    must override the setup_context staticmethod", where torch._grouped_mm's derivative composes with them. Rows
+    past offs[-1] (a tail) get zero gradient through the wrapped backward too."""
+    torch.manual_seed(0)
+    a, b = torch.randn(20, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)  # rows 16..19 are past the end
+    w = torch.randn(20, 16)
+
+    def loss(mm):
+        return lambda x, y: (mm(x, y, offs) * w).sum()
+
+    if transform == "grad":
+        got = torch.func.grad(loss(grouped_mm), argnums=(0, 1))(a, b)
+        want = torch.func.grad(loss(reference_grouped_mm), argnums=(0, 1))(a, b)
+    else:  # a batch of two inputs; vmap of a call whose b needs gradients, then one backward
+        b2 = b.clone().requires_grad_()
+        xs = torch.stack([a, 2 * a])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the batching fallback's performance warning
+            y = torch.vmap(lambda x: grouped_mm(x, b2, offs))(xs)
+        got = (torch.autograd.grad((y * w).sum(), b2)[0],)
+        want = (torch.autograd.grad((torch.stack([reference_grouped_mm(x, b2, offs) for x in xs]) * w).sum(), b2)[0],)
+    for g, r in zip(got, want, strict=True):
+        torch.testing.assert_close(g, r, atol=1e-4, rtol=1e-4)
