@@ -142,3 +142,22 @@ def test_cache_accepts_aten_and_keeps_it_apart(tmp_path):
     assert TuneCache("GPU X", tmp_path).get("k") is None
     with pytest.raises(ValueError):
         TuneCache("GPU X", tmp_path, aten=True).put("bad", {"config": "cutlass"})
+
+
+@pytest.mark.parametrize("layout", ["2d3d", "3d2d"])
+def test_an_aten_win_gives_the_layout_the_fake_implementation_promises(monkeypatch, layout):
+    """torch._grouped_mm pads its output's rows to 16 bytes (strides (4, 1) for n = 3 float32): after an ATen win the
+    op returned those strides, where its fake implementation (what torch.compile traces) promises a contiguous
+    output, as a Triton config's is. Inductor refused the call ("expected ... stride 4==3"), and a traced .view()
+    failed. 3d2d: the padded extent is the ragged one (an odd token count), n = 27."""
+    _tune_with(monkeypatch, "on")
+    if layout == "2d3d":
+        a, b = torch.randn(28, 24), torch.randn(3, 3, 24).transpose(1, 2)  # n = 3, b column-major (aligned)
+    else:
+        a, b = torch.randn(3, 8, 24), torch.randn(27, 24).t()  # n = 27 ragged, b column-major
+    offs = torch.tensor([5, 5, 28 if layout == "2d3d" else 27], dtype=torch.int32)
+    for _ in range(2):  # the full path, then the hot path
+        out = torch.ops.autoheur.grouped_mm(a, b, offs)
+        assert out.is_contiguous(), out.stride()
+        torch.testing.assert_close(out, torch._grouped_mm(a, b, offs))
+    torch.library.opcheck(torch.ops.autoheur.grouped_mm.default, (a, b, offs, None), test_utils=("test_faketensor",))
