@@ -18,6 +18,7 @@ grad or jacrev raises, as torch's custom_op makes its autograd.Function without 
 from __future__ import annotations
 
 import torch
+from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 
 from autoheur.inference.api import _PLAIN, _plain, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
@@ -102,8 +103,15 @@ def _t(x: torch.Tensor) -> torch.Tensor:
 
 def _transposed(x: torch.Tensor) -> bool:
     """Whether `x` is stored transposed in its last two dims: a column-major matrix, or MoE weights stored [g, N, K]
-    and passed as their [g, K, N] view."""
-    return x.dim() >= 2 and x.shape[-1] > 1 and x.stride(-1) != 1 and x.stride(-2) == 1
+    and passed as their [g, K, N] view. Only the gradient's layout depends on the answer, never its values: while
+    tracing, a size or stride torch.compile cannot know (an unbacked one: a ragged extent picked by a mask) is taken
+    as the usual case (> 1) instead of failing the trace (GuardOnDataDependentSymNode); known ones are read (and
+    guarded on) as before. Eager tensors take the plain comparisons (the backward's host time)."""
+    if x.dim() < 2:
+        return False
+    if type(x) in _PLAIN:
+        return x.shape[-1] > 1 and x.stride(-1) != 1 and x.stride(-2) == 1
+    return guard_or_true(x.shape[-1] > 1) and guard_or_true(x.stride(-1) != 1) and guard_or_false(x.stride(-2) == 1)
 
 
 def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: torch.Tensor,

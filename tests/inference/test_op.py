@@ -151,3 +151,31 @@ def test_torch_func_transforms_differentiate_the_api_like_torch(transform):
         want = (torch.autograd.grad((torch.stack([reference_grouped_mm(x, b2, offs) for x in xs]) * w).sum(), b2)[0],)
     for g, r in zip(got, want, strict=True):
         torch.testing.assert_close(g, r, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["3d2d", "2d2d"])
+def test_backward_traces_with_a_data_dependent_ragged_extent(monkeypatch, layout):
+    """A ragged extent torch.compile cannot know (an unbacked size: rows picked by a mask or nonzero) is the last dim
+    of a 3d2d B or a 2d2d A. The backward asked whether that dim is > 1 (op._transposed) and the trace failed with
+    GuardOnDataDependentSymNode; the gradients do not depend on the answer, only their layout does."""
+    monkeypatch.setenv("AUTOHEUR_TUNE", "off")  # the model's top-1: no timing in the interpreter
+    torch.manual_seed(0)
+    if layout == "3d2d":
+        a, b = torch.randn(3, 32, 16), torch.randn(24, 16).t()  # b [K, N=24] column-major
+        unbacked = [(b, 1)]
+    else:
+        a, b = torch.randn(24, 32).t(), torch.randn(24, 16)  # a [M, K=24] column-major
+        unbacked = [(a, 1), (b, 0)]
+    for t, dim in unbacked:
+        torch._dynamo.decorators.mark_unbacked(t, dim)
+    offs = torch.tensor([8, 8, 22], dtype=torch.int32)  # 2 past the end: zeroed in the gradient
+    a.requires_grad_()
+    b.requires_grad_()
+    y = torch.compile(torch.ops.autoheur.grouped_mm, fullgraph=True, backend="aot_eager")(a, b, offs)
+    w = torch.randn(y.shape)
+    da, db = torch.autograd.grad(y, (a, b), w)
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    ref_da, ref_db = torch.autograd.grad(reference_grouped_mm(a2, b2, offs), (a2, b2), w)
+    torch.testing.assert_close(da, ref_da, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(db, ref_db, atol=1e-4, rtol=1e-4)
+    assert da.stride() == a.stride() and db.stride() == b.stride()
