@@ -555,9 +555,11 @@ def test_gradients_come_in_their_inputs_layout(layout, stored):
 
 
 def test_opcheck():
+    """Dynamic too: AOTAutograd traces the op and its backward with symbolic sizes (test_aot_dispatch_dynamic)."""
     a, b, offs = LAYOUTS["2d3d"](torch.float32)
     torch.library.opcheck(torch.ops.autoheur.grouped_mm.default, (a, b, offs, None),
-                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))  # fmt: skip
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static",
+                                      "test_aot_dispatch_dynamic"))  # fmt: skip
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -601,6 +603,63 @@ def test_backward_compiles_fullgraph_and_matches_eager():
         grads.append([t.grad for t in leaves])
     for eager, compiled in zip(*grads, strict=True):
         torch.testing.assert_close(compiled, eager)
+
+
+def test_automatic_dynamic_shapes_compile_once_for_all_later_row_counts(monkeypatch):
+    """Serving changes the token count every batch: torch.compile's automatic dynamic shapes recompile once, on the
+    second count, with a symbolic one, and every later count reuses that graph (nothing in the fake implementation or
+    the autograd formula specializes on it). Forward and gradients match the reference at each count, rows past the
+    last offset included (zeroed through the zero_past_end_ op)."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    monkeypatch.setenv("AUTOHEUR_TUNE", "off")  # the model's top-1: no timing in the interpreter
+    aot_eager, graphs = lookup_backend("aot_eager"), []
+
+    def counting(gm, inputs):
+        graphs.append(gm)
+        return aot_eager(gm, inputs)
+
+    def block(x, w, offs):
+        return torch.nn.functional.silu(autoheur.grouped_mm(x, w, offs))
+
+    torch._dynamo.reset()
+    compiled = torch.compile(block, fullgraph=True, backend=counting)
+    torch.manual_seed(0)
+    w = torch.randn(3, 16, 32)
+    for rows in (24, 40, 56):
+        x, offs = torch.randn(rows, 16), torch.tensor([rows // 4, rows // 4, rows - 3], dtype=torch.int32)
+        got = [t.detach().clone().requires_grad_() for t in (x, w)]
+        want = [t.detach().clone().requires_grad_() for t in (x, w)]
+        y = compiled(*got, offs)
+        dy = torch.randn(y.shape)
+        y.backward(dy)
+        ref = torch.nn.functional.silu(reference_grouped_mm(*want, offs))
+        ref.backward(dy)
+        torch.testing.assert_close(y[: rows - 3], ref[: rows - 3], atol=1e-4, rtol=1e-4)
+        for g, r in zip(got, want, strict=True):
+            torch.testing.assert_close(g.grad, r.grad, atol=1e-4, rtol=1e-4)
+        assert len(graphs) == (1 if rows == 24 else 2), rows
+
+
+def test_exports_with_a_symbolic_row_count():
+    """torch.export with a Dim for the rows: the op's fake implementation reads shapes only (no offsets' values), so
+    the exported program runs other row counts."""
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(3, 16, 32))
+
+        def forward(self, x, offs):
+            return autoheur.grouped_mm(x, self.w, offs)
+
+    block = Block()
+    x, offs = torch.randn(24, 16), torch.tensor([8, 8, 24], dtype=torch.int32)
+    ep = torch.export.export(block, (x, offs), dynamic_shapes={"x": {0: torch.export.Dim("rows")}, "offs": None})
+    for rows in (40, 8):
+        x, offs = torch.randn(rows, 16), torch.tensor([rows // 2, rows // 2, rows], dtype=torch.int32)
+        torch.testing.assert_close(ep.module()(x, offs), reference_grouped_mm(x, block.w.detach(), offs),
+                                   atol=1e-4, rtol=1e-4)  # fmt: skip
 
 
 @pytest.mark.parametrize("aten", ["off", "on"])
