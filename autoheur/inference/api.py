@@ -38,12 +38,12 @@ def _plain(a, b, offs=None) -> bool:
     return type(a) in _PLAIN and type(b) in _PLAIN and (offs is None or type(offs) in _PLAIN)
 
 
-def _functorch_wrapped(*tensors) -> bool:
-    """Whether a tensor is a torch.func transform's wrapper (vmap's batched tensor, grad's or jvp's): its type is
-    torch.Tensor but it has no storage. Such calls go through the custom op, whose implementation torch's transforms
-    call on the unwrapped tensors (vmap through its batching fallback, slice by slice)."""
-    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-    return any(isinstance(t, torch.Tensor) and wrapped(t) for t in tensors)
+# Whether a torch.func transform (grad, jvp, vmap, ...) is running. Its wrappers (vmap's batched tensors, grad's or
+# jvp's tensors, and any tensor allocated inside it, the output included, even from plain inputs) are of type
+# torch.Tensor but have no storage to launch on: such calls go through the custom op, whose implementation torch's
+# transforms call outside themselves, on plain tensors (vmap through its batching fallback, slice by slice). Asked on
+# the slow path only: the cached call finds out from its launch's failure (`_run_here`).
+_transforms_active = torch._C._are_functorch_transforms_active
 
 
 def _signature(a, b, offs, out_dtype) -> tuple | None:
@@ -137,8 +137,6 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
         hit = tuner.fast.get(sig) if sig is not None else None
     except (TypeError, RuntimeError):  # an unhashable out_dtype, a sparse tensor's data_ptr: `validate` below names it
         sig = hit = None
-        if _functorch_wrapped(a, b, offs):  # no data pointer either: the op runs under torch.func's transforms
-            return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
         if bound is None or (check_offsets and offs is not None):
@@ -147,7 +145,14 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
                 check_offsets_values(call)
             if bound is None:
                 return aten_grouped_mm(call)
-        return bound(a, b, offs)
+        try:
+            return bound(a, b, offs)
+        except RuntimeError:  # its output, allocated inside a torch.func transform, has no data pointer: the op
+            if not _transforms_active():
+                raise
+            return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
+    if _transforms_active():  # wrapped inputs (sig failed on their pointers) or plain ones: see _transforms_active
+        return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     call = validate(a, b, offs, out_dtype, check_offsets=check_offsets)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)
     if out.numel() == 0 or call.groups == 0:  # no groups: every row (or column) is past the last offset

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 
-from autoheur.inference.api import _PLAIN, _plain, grouped_mm_offsets_checked
+from autoheur.inference.api import _PLAIN, _plain, _transforms_active, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
 from autoheur.kernels.tail import zero_past_end
 from autoheur.kernels.validate import ALIGN_BYTES, operand_ok, validate
@@ -211,7 +211,7 @@ class _Transformed(torch.autograd.Function):
     """`_Eager` under torch.func's transforms (grad, jacrev, vmap of a call that needs gradients), which run an
     autograd.Function only with a separate `setup_context` (and, under vmap, a vmap rule), as they run
     torch._grouped_mm's derivative. Its forward sees unwrapped tensors; the wrapped ones its backward sees go through
-    the API, which hands them to the op (api.py, `_functorch_wrapped`). Not used outside the transforms: `apply`
+    the API, which hands them to the op (api.py, `_transforms_active`). Not used outside the transforms: `apply`
     binds a setup_context Function's arguments with inspect.signature on every call (~50 us of host time on a slow
     CPU)."""
 
@@ -226,9 +226,6 @@ class _Transformed(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         return _backward(ctx, grad)
-
-
-_transforms_active = torch._C._are_functorch_transforms_active
 
 
 def differentiable_grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,

@@ -153,6 +153,28 @@ def test_torch_func_transforms_differentiate_the_api_like_torch(transform):
         torch.testing.assert_close(g, r, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_plain_inputs_inside_a_torch_func_transform_compute_like_torch(transform):
+    """Inside torch.func.grad or jvp taken for something else (a scale here; frozen expert weights and activations in
+    a model), the API's inputs are plain tensors, but a tensor allocated there (the output) is the transform's
+    wrapper, without storage: the launch failed on its data pointer, on the first call and on cached ones, where
+    torch._grouped_mm computes."""
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)
+    s, ds = torch.tensor(2.0), torch.tensor(1.0)
+
+    def run(mm):
+        def f(s):
+            return (mm(a, b, offs) * s).sum()
+
+        return torch.func.jvp(f, (s,), (ds,))[1] if transform == "jvp" else torch.func.grad(f)(s)
+
+    want = run(reference_grouped_mm)
+    for _ in range(2):  # the full path (tuning), then the cached call
+        torch.testing.assert_close(run(grouped_mm), want, atol=1e-3, rtol=1e-4)
+
+
 @pytest.mark.parametrize("layout", ["3d2d", "2d2d"])
 def test_backward_traces_with_a_data_dependent_ragged_extent(monkeypatch, layout):
     """A ragged extent torch.compile cannot know (an unbacked size: rows picked by a mask or nonzero) is the last dim
