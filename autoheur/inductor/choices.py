@@ -137,8 +137,10 @@ def read_choices(choices) -> ChoicesRead | None:
 
     Under dynamic shapes (torch.compile's automatic dynamic recompiles with a symbolic row count on a second size)
     Inductor benchmarks every choice at the sizes' hints and keeps one for every size, so the problem is read at those
-    hints too. It also skips its pruning by rows per group then (94 template choices where a static 2D x 3D shape has
-    41-77), offering tiles no static shape of the hint's size is offered; `static_offer` is the set it would offer."""
+    hints too. Where the groups or its `m` (A's rows) are symbolic it also skips its pruning by rows per group (94
+    template choices where a static 2D x 3D shape has 40-76), offering tiles no static shape of the hint's size is
+    offered; `static_offer` is the set it would offer (the same set it did offer where only another size is symbolic:
+    a 3D x 2D's or 2D x 2D's ragged extent, K)."""
     from torch._inductor.virtualized import V
 
     for c in choices:

@@ -300,8 +300,8 @@ class _RecordsDevice(ScoreByTile):
 
 
 def test_an_unreadable_template_choice_or_problem_leaves_the_list_whole(monkeypatch):
-    """A choice the filter cannot read, or a problem it cannot (symbolic sizes), leaves Inductor's list whole: never an
-    error inside torch.compile, never a guess."""
+    """A choice the filter cannot read, or a problem it cannot (an IR it does not know), leaves Inductor's list whole:
+    never an error inside torch.compile, never a guess. (Symbolic sizes are read at their hints: the dynamic tests.)"""
     from autoheur.inductor import filter as filt
     from autoheur.problem import Problem
 
