@@ -152,6 +152,10 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
                 raise
             return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     if _transforms_active():  # wrapped inputs (sig failed on their pointers) or plain ones: see _transforms_active
+        if torch.is_grad_enabled():  # a grad transform below a vmap sees gradients its batched inputs do not show
+            from autoheur.inference.op import _Transformed
+
+            return _Transformed.apply(a, b, offs, out_dtype)
         return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     call = validate(a, b, offs, out_dtype, check_offsets=check_offsets)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)

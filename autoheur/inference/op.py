@@ -11,8 +11,10 @@ Transposes are views (the kernel takes either major). Rows or columns past the l
 Forward-mode AD is refused as torch._grouped_mm refuses it (api.py, `_refuse_tangents`), with one gap that is
 torch's: under torch.func.jvp the op's generated autograd kernel (torch/_library/autograd.py) hands the
 implementation unwrapped tensors without their tangents, so the op called directly there gives a zero tangent.
-torch.func.grad / jacrev run `autoheur.grouped_mm` (`_Transformed`), and vmap runs both; the op called directly under
-grad or jacrev raises, as torch's custom_op makes its autograd.Function without setup_context (pytorch/pytorch#168393).
+torch.func.grad / jacrev run `autoheur.grouped_mm` (`_Transformed`), and vmap runs both (as does grad of a vmap); a
+call on plain tensors inside a transform goes through the op (api.py, `_transforms_active`). The op called directly
+under grad or jacrev on the inputs differentiated raises, as torch's custom_op makes its autograd.Function without
+setup_context (pytorch/pytorch#168393).
 """
 
 from __future__ import annotations

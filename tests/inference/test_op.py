@@ -175,6 +175,28 @@ def test_plain_inputs_inside_a_torch_func_transform_compute_like_torch(transform
         torch.testing.assert_close(run(grouped_mm), want, atol=1e-3, rtol=1e-4)
 
 
+def test_grad_of_a_vmap_over_the_api_differentiates_like_torch():
+    """torch.func.grad of a function that vmaps the API (a loss over a batch): the batched inputs do not say they need
+    gradients there (requires_grad is False on them), so the call went to the custom op, whose autograd torch.func
+    refuses ("it must override the setup_context staticmethod"), where torch._grouped_mm's derivative composes."""
+    torch.manual_seed(0)
+    a, b = torch.randn(20, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)  # rows 16..19 are past the end
+
+    def loss(x, y):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the batching fallback's performance warning
+            return (torch.vmap(lambda r: grouped_mm(r, y, offs))(torch.stack([x, 2 * x])) ** 2).sum()
+
+    def reference(x, y):
+        return sum((reference_grouped_mm(r, y, offs) ** 2).sum() for r in (x, 2 * x))
+
+    got = torch.func.grad(loss, argnums=(0, 1))(a, b)
+    want = torch.func.grad(reference, argnums=(0, 1))(a, b)
+    for g, r in zip(got, want, strict=True):
+        torch.testing.assert_close(g, r, atol=1e-3, rtol=1e-4)
+
+
 @pytest.mark.parametrize("layout", ["3d2d", "2d2d"])
 def test_backward_traces_with_a_data_dependent_ragged_extent(monkeypatch, layout):
     """A ragged extent torch.compile cannot know (an unbacked size: rows picked by a mask or nonzero) is the last dim
