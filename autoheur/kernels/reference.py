@@ -28,6 +28,15 @@ def reference_grouped_mm(
     return out.to(out_dtype)
 
 
+def reference_gradients(
+    a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None, grad_out: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """dA and dB of `reference_grouped_mm` at (a, b) for the output gradient `grad_out` (torch's autograd through the
+    reference, on detached copies)."""
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    return torch.autograd.grad(reference_grouped_mm(a2, b2, offs), (a2, b2), grad_out)
+
+
 def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     """||out - ref|| / ||ref|| in float64; NaN anywhere gives inf."""
     o, r = out.double(), ref.double()
