@@ -31,11 +31,13 @@ def grid_configs() -> list[KernelConfig]:
         from torch._inductor.kernel.mm_grouped import grouped_mm_configs
     except ImportError:
         return []
-    out = []
-    for c in grouped_mm_configs():
-        kw = c.kwargs
-        out.append(_twin(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], c.num_stages, c.num_warps))
-    return out
+    return _twins(grouped_mm_configs())
+
+
+def _twins(configs) -> list[KernelConfig]:
+    """Inductor's template configs (triton Configs of its grid) as twins in autoheur's space."""
+    return [_twin(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages, c.num_warps)
+            for c in configs]  # fmt: skip
 
 
 def _twin(bm: int, bn: int, bk: int, stages: int, warps: int, tma: bool = True) -> KernelConfig:
@@ -191,9 +193,7 @@ def static_offer(groups: int, m: int, itemsize: int, kwargs: dict[str, str]) -> 
 
         named = {k: kwargs[k] == "True" for k in ("A_IS_2D", "B_IS_2D")}
         kept = early_config_prune(int(groups), int(m), int(itemsize), grouped_mm_configs(), named)
-        return frozenset(
-            (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_stages, c.num_warps) for c in kept
-        )
+        return frozenset(tile_key(twin) for twin in _twins(kept))
     except Exception as exc:  # another torch's pruning: no static offer to narrow to
         log.info("autoheur.inductor: cannot apply Inductor's static pruning: %s: %s", type(exc).__name__, exc)
         return None
