@@ -9,6 +9,7 @@ Examples:
   autoheur collect --shapes my_shapes.jsonl --gpus all
   autoheur collect --workload backward --count 400   # the gradient GEMMs of the public models' forwards
   autoheur collect --workload sampled_grad_a --count 300   # the input gradients of the sampled forwards
+  autoheur collect --family inductor --workload aten_backward --count 100   # a compiled training step's backward
   autoheur collect --shard 3/8 --out /scratch/h100-3   # one of 8 machines; then: autoheur data merge ...
   autoheur data info data/                  # rows, problems, devices, coverage of every dataset under data/
   autoheur data merge /scratch/h100-* --into data/nvidia-h100-80gb-hbm3
@@ -28,9 +29,9 @@ import sys
 from pathlib import Path
 
 # The workloads whose problems --layouts and --dtypes do not choose (their layouts and dtypes are the models' own)
-FIXED_WORKLOADS = ("public", "models", "backward", "sampled_grad_a")
+FIXED_WORKLOADS = ("public", "models", "backward", "sampled_grad_a", "aten_backward")
 # autoheur.collect.workloads.WORKLOADS, spelled out so that `--help` does not import torch (a test keeps them equal)
-WORKLOAD_CHOICES = ("default", "public", "models", "sampled", "backward", "sampled_grad_a")
+WORKLOAD_CHOICES = ("default", "public", "models", "sampled", "backward", "sampled_grad_a", "aten_backward")
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:

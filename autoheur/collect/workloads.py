@@ -301,6 +301,44 @@ def _backward_stream(seed: int = 0) -> Iterator[Problem]:
         yield from gradient_problems(fwd)
 
 
+def aten_gradient_problems(forward: Problem) -> tuple[Problem, Problem]:
+    """The two grouped GEMMs that torch's own autograd of `torch._grouped_mm` runs for a MoE forward `x [T, K] @
+    W[g]^T` (2d3d, both operands K-major, W stored [G, N, K]): what a compiled training step's backward hands
+    Inductor's grouped_mm, and so what the Inductor filter is asked to rank there.
+
+      grad_a  dx = dy @ W[g]          as `gradient_problems`' grad_a (2d3d, n = K, k = N, B N-contiguous)
+      grad_w  dW[g] = dy_g^T @ x_g    2d2d, m = N, n = K, ragged K = the rows; A = dy^T is column-major (a_major
+                                      "m"), B = x row-major (b_major "n"); the output [G, N, K] is W's storage
+
+    The weight gradient is the transpose of `gradient_problems`' grad_b (the custom op computes x^T @ dy): m and n
+    swap. Names gain "/grad_a" and "/grad_w".
+    """
+    grad_a, _ = gradient_problems(forward)
+    grad_w = Problem("2d2d", forward.groups, forward.sizes, m=forward.n, n=forward.k, k=0, dtype=forward.dtype,
+                     b_major="n", a_major="m", name=f"{forward.name}/grad_w")  # fmt: skip
+    return grad_a, grad_w
+
+
+def aten_backward_problems(count: int, seed: int = 0) -> list[Problem]:
+    """The gradient GEMMs of torch's autograd (`aten_gradient_problems`) of the 2D x 3D bf16 forwards: the 18
+    public problems', then the public-model grid's and the sampled forwards' by turns (two of the grid to three
+    sampled, about the default workload's mix; these within the sampled problems' cost caps), each forward's two
+    together: `count` of them, any prefix the same list. For the Inductor family, whose grid models knew only the
+    forward."""
+    return list(itertools.islice(_aten_backward_stream(seed), count))
+
+
+def _aten_backward_stream(seed: int = 0) -> Iterator[Problem]:
+    grid, sampled = _model_problem_stream(seed), _sampled_stream(seed, (("2d3d", "bfloat16"),))
+    turns = (p for _ in itertools.count() for p in [*itertools.islice(grid, 2), *itertools.islice(sampled, 3)])
+    for fwd in public_problems():  # whatever their cost, as in the default workload
+        yield from aten_gradient_problems(fwd)
+    for fwd in turns:
+        for g in aten_gradient_problems(fwd):
+            if roofline_ms(g) <= MAX_ROOFLINE_MS and g.min_bytes() <= MAX_BYTES:
+                yield g
+
+
 # -- problems sampled beyond the models ------------------------------------------------------------------------------
 
 LAYOUT_NAMES = ("2d3d", "3d2d", "2d2d", "3d3d")
@@ -379,7 +417,7 @@ def _sampled_grad_a_stream(seed: int = 0) -> Iterator[Problem]:
 
 # -- the list a collection works through -----------------------------------------------------------------------------
 
-WORKLOADS = ("default", "public", "models", "sampled", "backward", "sampled_grad_a")
+WORKLOADS = ("default", "public", "models", "sampled", "backward", "sampled_grad_a", "aten_backward")
 
 
 def workload(
@@ -396,6 +434,8 @@ def workload(
     public:  the 18 public problems; models: the public-model grid; sampled: problems beyond the models
     backward: the gradient GEMMs of the public-model grid's problems (`backward_problems`)
     sampled_grad_a: the input-gradient GEMMs of the sampled 2D x 3D forwards (`sampled_grad_a_problems`)
+    aten_backward: the gradient GEMMs of torch's own autograd of the public, grid and sampled forwards
+             (`aten_backward_problems`): a compiled training step's backward, for the inductor family
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count={count!r}: how many problems, at least 1")
@@ -417,6 +457,8 @@ def workload(
         return backward_problems(count, seed)
     if kind == "sampled_grad_a":
         return sampled_grad_a_problems(count, seed)
+    if kind == "aten_backward":
+        return aten_backward_problems(count, seed)
     if kind != "default":
         raise ValueError(f"workload {kind!r}; expected one of {WORKLOADS}")
     main = "2d3d" in layouts and "bfloat16" in dtypes

@@ -17,6 +17,8 @@ from autoheur.collect.workloads import (
     MAX_ROWS,
     ROUTINGS,
     WORKLOADS,
+    aten_backward_problems,
+    aten_gradient_problems,
     backward_problems,
     distribute_rows,
     gradient_problems,
@@ -447,6 +449,67 @@ def test_backward_workload():
     assert len({problem_id(p) for p in w}) == 41
     assert {(p.layout, p.a_major, p.b_major) for p in w} == {("2d3d", "k", "n"), ("2d2d", "m", "n")}
     assert workload("backward", 6, seed=2) != workload("backward", 6)
+
+
+def _torch_backward_calls(fwd: Problem) -> list[tuple]:
+    """(A size, A stride, B size, B stride, groups) of each grouped mm that torch's own autograd of
+    `torch._grouped_mm` runs for `fwd`'s inputs (on the CPU), read by a dispatch mode as Inductor's lowering gets
+    them."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    calls = []
+
+    class Calls(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._grouped_mm.default:
+                a, b, offs = args[:3]
+                calls.append((tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), offs.numel()))
+            return func(*args, **(kwargs or {}))
+
+    a, b, offs = fwd.make_inputs(torch.device("cpu"))
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    out = torch._grouped_mm(a, b, offs)
+    with Calls():
+        out.backward(torch.randn_like(out))
+    return calls
+
+
+@pytest.mark.parametrize("sizes", [(24, 0, 40), (16, 16, 16, 16), (8, 24)])
+def test_aten_gradient_problems_are_the_calls_torch_autograd_makes(sizes):
+    """Each of `aten_gradient_problems` is, as the Inductor filter reads it (choices.inductor_problem over the
+    operands' sizes and strides), one of the two grouped mms torch's autograd runs in the backward: the problem the
+    Inductor family collects is the one a compiled training step asks the filter to rank."""
+    from autoheur.inductor.choices import inductor_problem
+    from autoheur.inductor.collect import as_benchmarked
+
+    fwd = Problem("2d3d", len(sizes), sizes, 0, 48, 32, "bfloat16", name="toy/gate_up/t8")
+    fields = ("layout", "groups", "sizes", "m", "n", "k", "a_major", "b_major", "dtype")
+    calls = _torch_backward_calls(fwd)
+    seen = {tuple(getattr(inductor_problem(*call, "bfloat16"), f) for f in fields) for call in calls}
+    mine = {tuple(getattr(as_benchmarked(g), f) for f in fields) for g in aten_gradient_problems(fwd)}
+    assert len(seen) == 2 and seen == mine
+    grad_a, grad_w = aten_gradient_problems(fwd)
+    assert grad_a == gradient_problems(fwd)[0] and (grad_w.m, grad_w.n) == (fwd.n, fwd.k) != (fwd.k, fwd.n)
+    assert grad_w.name == "toy/gate_up/t8/grad_w" and grad_w.flops() == fwd.flops()
+
+
+def test_aten_backward_workload():
+    """The public forwards' two gradients first, in order; then the grid's and the sampled forwards' by turns; any
+    prefix the same list; each problem keeps its forward's family; every one within the cost caps."""
+    w = workload("aten_backward", 90)
+    assert w == aten_backward_problems(90) and workload("aten_backward", 41) == w[:41] and len(w) == 90
+    pub = public_problems()
+    assert w[: 2 * len(pub)] == [g for fwd in pub for g in aten_gradient_problems(fwd)]
+    rest = w[2 * len(pub) :]
+    assert {p.name.split("/")[0] for p in rest[:10]} >= {"sampled"} and len({p.name.split("/")[0] for p in rest}) > 2
+    assert {(p.layout, p.a_major, p.b_major, p.dtype) for p in w} == {("2d3d", "k", "n", "bfloat16"),
+                                                                       ("2d2d", "m", "n", "bfloat16")}  # fmt: skip
+    assert all(roofline_ms(p) <= MAX_ROOFLINE_MS and p.min_bytes() <= MAX_BYTES for p in rest)
+    assert len({problem_id(p) for p in w}) == 90
+    shared = {problem_id(p) for p in w} & {problem_id(p) for p in backward_problems(90)}
+    assert shared and {p.layout for p in w if problem_id(p) in shared} == {"2d3d"}  # the grid's grad_a, never grad_w
+    assert workload("aten_backward", 50, seed=3)[36:] != w[36:50]
 
 
 def test_sampled_grad_a_workload():
