@@ -24,8 +24,9 @@ from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 
 from autoheur.inference.api import _PLAIN, _plain, _transforms_active, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
+from autoheur.kernels.config import Ragged
 from autoheur.kernels.tail import zero_past_end
-from autoheur.kernels.validate import ALIGN_BYTES, operand_ok, validate
+from autoheur.kernels.validate import ALIGN_BYTES, RAGGED_BY_NDIM, layout_extents, operand_ok, validate
 
 
 @torch.library.custom_op("autoheur::grouped_mm", mutates_args=())
@@ -58,7 +59,25 @@ def _(a, b, offs=None, out_dtype=None):
             raise ValueError(f"{name} is on {t.device} but a is on {a.device}: all tensors must be on one device")
     if b.dtype != a.dtype:
         raise TypeError(f"a is {a.dtype} but b is {b.dtype}: both must have one dtype")
-    return a.new_empty(out_shape(a, b, offs), dtype=out_dtype or a.dtype)
+    # The shapes as validate() checks them, so that a mismatched K or group count fails the trace with its error,
+    # not the first run. An extent the trace cannot know (unbacked) is taken to match; validate() checks it then.
+    ragged = RAGGED_BY_NDIM.get((a.dim(), b.dim()))
+    if ragged is None:
+        raise ValueError(f"a.ndim={a.dim()}, b.ndim={b.dim()}: each operand must be 2D or 3D")
+    if ragged == Ragged.NONE and offs is not None:
+        raise ValueError("offs must be None when a and b are both 3D (batched)")
+    if ragged != Ragged.NONE and offs is None:
+        raise ValueError(f"offs is required when an operand is 2D (a is {a.dim()}D, b is {b.dim()}D)")
+    if offs is not None and offs.dim() != 1:
+        raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
+    offs_len = None if offs is None else offs.shape[0]
+    shape = layout_extents(ragged, a.shape, b.shape, offs_len, differs=_may_differ)[-1]
+    return a.new_empty(shape, dtype=out_dtype or a.dtype)
+
+
+def _may_differ(x, y) -> bool:
+    """Whether two extents differ, for a trace: an unbacked pair (unknown until run time) is taken to match."""
+    return guard_or_false(x != y)
 
 
 def _setup_context(ctx, inputs, output):

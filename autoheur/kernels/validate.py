@@ -7,6 +7,7 @@ cumulative group ends, row- or column-major operands whose leading stride is a m
 from __future__ import annotations
 
 import math
+import operator
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -18,7 +19,7 @@ from autoheur.kernels.config import KernelConfig, Ragged, Signature, infeasible_
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ALIGN_BYTES = 16  # torch._grouped_mm's stride rule, and what TMA descriptors need
-_RAGGED_BY_NDIM = {(2, 3): Ragged.M, (3, 2): Ragged.N, (2, 2): Ragged.K, (3, 3): Ragged.NONE}
+RAGGED_BY_NDIM = {(2, 3): Ragged.M, (3, 2): Ragged.N, (2, 2): Ragged.K, (3, 3): Ragged.NONE}
 _RAGGED_EXTENT = {Ragged.M: "a.shape[0]", Ragged.N: "b.shape[1]", Ragged.K: "a.shape[1]"}  # what offs[-1] bounds
 
 
@@ -170,6 +171,38 @@ def check_offsets_values(call: GemmCall) -> None:
         raise ValueError(f"offs[-1]={o[-1]} is beyond the ragged dimension ({what}={total})")
 
 
+def layout_extents(ragged: Ragged, a_shape, b_shape, offs_len, differs=operator.ne) -> tuple:
+    """(groups, m, n, k, ragged total, out shape) of operands of these shapes in the layout `ragged` names (0 for the
+    ragged extent), or validate's ValueError for a mismatched K, group count or offsets length. `differs(x, y)` says
+    whether two extents differ: the op's fake implementation passes one that answers no where torch.compile cannot know
+    (an unbacked size), leaving that case to this check at run time."""
+    if ragged == Ragged.M:  # a [M_total, K] x b [G, K, N]
+        if differs(a_shape[1], b_shape[1]):
+            raise ValueError(f"mismatched K: a is {tuple(a_shape)}, b is {tuple(b_shape)} (a.shape[1] != b.shape[1])")
+        groups, m, n, k, total = b_shape[0], 0, b_shape[2], a_shape[1], a_shape[0]
+        out_shape = (a_shape[0], b_shape[2])
+    elif ragged == Ragged.N:  # a [G, M, K] x b [K, N_total]
+        if differs(a_shape[2], b_shape[0]):
+            raise ValueError(f"mismatched K: a is {tuple(a_shape)}, b is {tuple(b_shape)} (a.shape[2] != b.shape[0])")
+        groups, m, n, k, total = a_shape[0], a_shape[1], 0, a_shape[2], b_shape[1]
+        out_shape = (a_shape[1], b_shape[1])
+    elif ragged == Ragged.K:  # a [M, K_total] x b [K_total, N]
+        if differs(a_shape[1], b_shape[0]):
+            raise ValueError(f"mismatched K: a is {tuple(a_shape)}, b is {tuple(b_shape)} (a.shape[1] != b.shape[0])")
+        groups, m, n, k, total = offs_len, a_shape[0], b_shape[1], 0, a_shape[1]
+        out_shape = (offs_len, a_shape[0], b_shape[1])
+    else:  # a [G, M, K] x b [G, K, N]
+        if differs(a_shape[0], b_shape[0]):
+            raise ValueError(f"mismatched groups: a is {tuple(a_shape)}, b is {tuple(b_shape)}")
+        if differs(a_shape[2], b_shape[1]):
+            raise ValueError(f"mismatched K: a is {tuple(a_shape)}, b is {tuple(b_shape)} (a.shape[2] != b.shape[1])")
+        groups, m, n, k, total = a_shape[0], a_shape[1], b_shape[2], a_shape[2], 0
+        out_shape = (a_shape[0], a_shape[1], b_shape[2])
+    if offs_len is not None and differs(offs_len, groups):
+        raise ValueError(f"offs has {offs_len} entries but there are {groups} groups")
+    return groups, m, n, k, total, out_shape
+
+
 def validate(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -196,7 +229,7 @@ def validate(
         raise ValueError(
             f"a is on {a.device}: the Triton kernel runs on a CUDA GPU (TRITON_INTERPRET=1 runs it on the CPU)"
         )
-    ragged = _RAGGED_BY_NDIM.get((a.ndim, b.ndim))
+    ragged = RAGGED_BY_NDIM.get((a.ndim, b.ndim))
     if ragged is None:
         raise ValueError(f"a.ndim={a.ndim}, b.ndim={b.ndim}: each operand must be 2D or 3D")
 
@@ -217,31 +250,8 @@ def validate(
             raise ValueError(f"offs is on {offs.device} but a is on {a.device}: all tensors must be on one device")
         _check_memory(offs, "offs")
 
-    # Shapes: (groups, m, n, k, ragged total, out shape) per layout.
-    if ragged == Ragged.M:  # a [M_total, K] x b [G, K, N]
-        if a.shape[1] != b.shape[1]:
-            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[1] != b.shape[1])")
-        groups, m, n, k, total = b.shape[0], 0, b.shape[2], a.shape[1], a.shape[0]
-        out_shape = (a.shape[0], b.shape[2])
-    elif ragged == Ragged.N:  # a [G, M, K] x b [K, N_total]
-        if a.shape[2] != b.shape[0]:
-            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[2] != b.shape[0])")
-        groups, m, n, k, total = a.shape[0], a.shape[1], 0, a.shape[2], b.shape[1]
-        out_shape = (a.shape[1], b.shape[1])
-    elif ragged == Ragged.K:  # a [M, K_total] x b [K_total, N]
-        if a.shape[1] != b.shape[0]:
-            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[1] != b.shape[0])")
-        groups, m, n, k, total = offs.shape[0], a.shape[0], b.shape[1], 0, a.shape[1]
-        out_shape = (offs.shape[0], a.shape[0], b.shape[1])
-    else:  # a [G, M, K] x b [G, K, N]
-        if a.shape[0] != b.shape[0]:
-            raise ValueError(f"mismatched groups: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
-        if a.shape[2] != b.shape[1]:
-            raise ValueError(f"mismatched K: a is {tuple(a.shape)}, b is {tuple(b.shape)} (a.shape[2] != b.shape[1])")
-        groups, m, n, k, total = a.shape[0], a.shape[1], b.shape[2], a.shape[2], 0
-        out_shape = (a.shape[0], a.shape[1], b.shape[2])
-    if offs is not None and offs.shape[0] != groups:
-        raise ValueError(f"offs has {offs.shape[0]} entries but there are {groups} groups")
+    offs_len = None if offs is None else offs.shape[0]
+    groups, m, n, k, total, out_shape = layout_extents(ragged, a.shape, b.shape, offs_len)
     # No groups (G = 0) is valid, as torch._grouped_mm takes it: nothing to compute, and callers return the output
     # without a launch.
 

@@ -91,6 +91,52 @@ def test_the_op_refuses_inputs_on_two_devices_even_when_one_is_meta(which):
     assert torch.ops.autoheur.grouped_mm(a.to("meta"), b.to("meta"), offs.to("meta"), None).shape == (16, 32)
 
 
+BAD_SHAPES = {
+    "2d3d K": ((16, 32), (2, 33, 8), [8, 16]),
+    "3d2d K": ((2, 8, 32), (33, 16), [8, 16]),
+    "2d2d K": ((8, 32), (33, 16), [16, 32]),
+    "3d3d K": ((2, 8, 32), (2, 33, 8), None),
+    "3d3d groups": ((2, 8, 32), (3, 32, 8), None),
+    "offs length": ((16, 32), (3, 32, 8), [8, 16]),
+    "offs for 3d3d": ((2, 8, 32), (2, 32, 8), [8, 16]),
+    "no offs": ((16, 32), (2, 32, 8), None),
+}
+
+
+def _bad(case: str, device: str):
+    a_shape, b_shape, offs = BAD_SHAPES[case]
+    a, b = torch.randn(a_shape, device=device), torch.randn(b_shape, device=device)
+    return a, b, None if offs is None else torch.tensor(offs, dtype=torch.int32, device=device)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SHAPES))
+def test_a_bad_shape_fails_the_trace_with_validates_error(case):
+    """The fake implementation checks the shapes as validate() does: a mismatched K or group count, offsets of the
+    wrong length, or offsets given or missing against the layout fail tracing (meta tensors, torch.compile) with the
+    same message as the eager call (under dynamic shapes, over the trace's symbols), before any graph runs; before, a
+    mismatched K traced and failed at the first run."""
+    from torch._dynamo.exc import TorchRuntimeError
+
+    from autoheur.kernels.validate import validate
+
+    with pytest.raises(ValueError) as eager:
+        validate(*_bad(case, DEVICE))
+    message = str(eager.value)
+    with pytest.raises(ValueError) as meta:
+        torch.ops.autoheur.grouped_mm(*_bad(case, "meta"), None)
+    assert str(meta.value) == message
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        fn = torch.compile(lambda a, b, o: torch.ops.autoheur.grouped_mm(a, b, o, None), fullgraph=True,
+                           backend="eager", dynamic=dynamic)  # fmt: skip
+        with pytest.raises(TorchRuntimeError) as traced:  # dynamo's wrapper of an error in fake propagation
+            fn(*_bad(case, DEVICE))
+        # static: the eager message itself; dynamic: the same words over the trace's symbols (a is (s97, s98), ...)
+        shown = message if not dynamic else message.split(":")[0].split(" has ")[0]
+        assert f"got ValueError('{shown}" in str(traced.value)
+    torch._dynamo.reset()
+
+
 @pytest.mark.parametrize("how", ["make_dual-api", "make_dual-op", "make_dual-requires-grad", "func.jvp-api"])
 def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
     """torch._grouped_mm has no forward-mode derivative and raises NotImplementedError on a dual input. The kernel
