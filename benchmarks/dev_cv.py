@@ -99,6 +99,11 @@ def _variants() -> dict:
         "inductor_ens_rr": lambda seed: R(
             random_state=seed, **{**family_params("inductor")["xgb_ranker"], "objective": "ensemble", "rerank_top": 48}
         ),
+        # stop 85: the grid's backward layouts in its data (dx: b N-major; dW: 2D x 2D); an expert each, the forward
+        # (b K-major) its own, as the triton family's `experts3`
+        "inductor_experts3": lambda seed: R(
+            random_state=seed, **{**family_params("inductor")["xgb_ranker"], "experts": ("layout_2d2d", "b_k_major")}
+        ),
         "inductor_noest": lambda seed: R(
             random_state=seed,
             **{

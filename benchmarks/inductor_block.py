@@ -12,7 +12,10 @@ Per way: the first call's wall time (compile + autotune + run) and the steady-st
 `--dynamic` compiles with the token rows symbolic (`torch._dynamo.mark_dynamic`, as torch.compile's automatic dynamic
 recompiles on a second batch size), so Inductor autotunes one kernel per GEMM for every size at the hint (`--tokens`);
 `--steady-tokens` then times the compiled block at other token counts too (its first call there, and its steady
-state), with the same routing law.
+state), with the same routing law. `--train` times a training step instead: the weights and x require grad, and each
+call is the forward and the gradients of x, W1 and W2 (torch.autograd.grad of the output against a fixed output
+gradient), so the compile covers the backward's grouped mms too (dx: 2D x 3D with W N-contiguous; dW: 2D x 2D), which
+Inductor also autotunes, and which the filter narrows only with a model that has their layouts.
 
 Example (one H100):
   python benchmarks/inductor_block.py --out $OUT --model qwen3-30b-a3b --tokens 4096
@@ -45,7 +48,7 @@ def _offsets(torch, tokens: int, experts: int, dev):
 
 def _run(
     way: str, experts: int, hidden: int, inter: int, tokens: int, top_k: int, seed: int, dynamic: bool = False,
-    steady_tokens: tuple[int, ...] = (),
+    steady_tokens: tuple[int, ...] = (), train: bool = False,
 ) -> dict:  # fmt: skip
     import torch
     import torch.nn.functional as F
@@ -75,8 +78,8 @@ def _run(
 
         def __init__(self):
             super().__init__()
-            self.w1 = torch.nn.Parameter(w1, requires_grad=False)
-            self.w2 = torch.nn.Parameter(w2, requires_grad=False)
+            self.w1 = torch.nn.Parameter(w1, requires_grad=train)
+            self.w2 = torch.nn.Parameter(w2, requires_grad=train)
 
         def forward(self, x, offs):
             h = mm(x, self.w1.transpose(-2, -1), offs, None)
@@ -99,26 +102,38 @@ def _run(
         fn = torch.compile(block, mode=mode, fullgraph=True, dynamic=None if dynamic else False)
         if dynamic:
             torch._dynamo.mark_dynamic(x, 0)
+
+        def call(x, offs, grad_out=None):
+            if not train:
+                return fn(x, offs)
+            x = x.detach().requires_grad_()
+            out = fn(x, offs)
+            gy = torch.ones_like(out) if grad_out is None else grad_out
+            return (out, *torch.autograd.grad(out, (x, block.w1, block.w2), gy))
+
+        def norm(res):  # before the next call: a CUDA graph's outputs are overwritten by it
+            return float(sum(t.float().norm() for t in res)) if train else float(res.float().norm())
+
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        out = fn(x, offs)
+        out = call(x, offs)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
-        out_norm = float(out.float().norm())  # before the next call: a CUDA graph's output is overwritten by it
-        steady = triton.testing.do_bench(lambda: fn(x, offs), warmup=25, rep=200, return_mode="median")
+        out_norm = norm(out)
+        steady = triton.testing.do_bench(lambda: call(x, offs), warmup=25, rep=200, return_mode="median")
         at = []
         for t in steady_tokens:  # the compiled block at other sizes: one kernel per GEMM when dynamic
             x2 = torch.randn(t, hidden, device=dev, dtype=dt)
             offs2 = _offsets(torch, t, experts, dev)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            fn(x2, offs2)
+            call(x2, offs2)
             torch.cuda.synchronize()
             first_t = time.perf_counter() - t0
-            ms = triton.testing.do_bench(lambda: fn(x2, offs2), warmup=25, rep=200, return_mode="median")  # noqa: B023
+            ms = triton.testing.do_bench(lambda: call(x2, offs2), warmup=25, rep=200, return_mode="median")  # noqa: B023
             at.append({"tokens": t, "first_call_s": first_t, "steady_ms": float(ms)})
     res = {"way": way, "first_call_s": first, "steady_ms": float(steady), "benchmarked": benchmarked,
-           "out_norm": out_norm, "dynamic": dynamic, "steady_at": at}  # fmt: skip
+           "out_norm": out_norm, "dynamic": dynamic, "train": train, "steady_at": at}  # fmt: skip
     if scope is not None:
         res["filter_decisions"] = scope.filter.decisions
     return res
@@ -133,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ways", default=",".join(WAYS))
     ap.add_argument("--dynamic", action="store_true", help="the token rows symbolic (compiled once for every size)")
     ap.add_argument("--steady-tokens", default="", help="other token counts to time the compiled block at (a,b,...)")
+    ap.add_argument("--train", action="store_true", help="a training step: the forward and the gradients of x, W1, W2")
     args = ap.parse_args(argv)
     steady_tokens = tuple(int(t) for t in args.steady_tokens.split(",") if t.strip())
     from autoheur.collect.workloads import load_models
@@ -150,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 1, mp_context=mp.get_context("spawn"), initializer=_set_env, initargs=(env,)
             ) as pool:
                 try:
-                    row = pool.submit(_run, way, *dims, args.dynamic, steady_tokens).result()
+                    row = pool.submit(_run, way, *dims, args.dynamic, steady_tokens, args.train).result()
                 except Exception as e:  # one way's failure is a result too; the other ways still run
                     row = {"way": way, "error": f"{type(e).__name__}: {e}"[:2000]}
         row.update(model=args.model, tokens=args.tokens)
