@@ -1,10 +1,11 @@
 """Held-out figures by kind of problem, from the per-problem file that `autoheur eval --report DIR` writes.
 
 Kinds (`kind`, which `dev_cv.py` labels its problems with too): `grad_a` and `grad_b` (the backward problems of
-`autoheur collect --workload backward`, by their name's last part), `sampled/grad_a` (`--workload sampled_grad_a`),
-the sampled problems by layout (`sampled/2d2d`, ...), and `public` (the public models' forward problems). Per model
-and kind: best-of-10 geomean / P10 / min, top-1 geomean / P10, oracle in the top 10. `--only FILE` keeps the
-problems of another per-problem file (e.g. an earlier evaluation's), for a comparison on the same problems.
+`autoheur collect --workload backward`, by their name's last part; `grad_w`, `--workload aten_backward`'s weight
+gradient), `sampled/grad_a` (`--workload sampled_grad_a`), the sampled problems by layout (`sampled/2d2d`, ...),
+and `public` (the public models' forward problems). Per model and kind: best-of-10 geomean / P10 / min, top-1
+geomean / P10, oracle in the top 10. `--only FILE` keeps the problems of another per-problem file (e.g. an earlier
+evaluation's), for a comparison on the same problems.
 
   python benchmarks/by_kind.py reports/eval-stop34/h100-gkf/per_problem.csv.gz [--only OTHER.csv.gz] [--json OUT]
 """
@@ -31,10 +32,12 @@ def _geomean(eff: pd.Series) -> float:
 
 
 def kind(problem_name: str) -> str:
-    """'grad_a' / 'grad_b' for the backward workload's problems, 'sampled/grad_a' for the sampled_grad_a
-    workload's, 'sampled/2d2d' etc. for sampled ones, 'public' for the public models' forward problems."""
+    """'grad_a' / 'grad_b' for the backward workload's problems ('grad_w' for the aten_backward workload's weight
+    gradient), 'sampled/grad_a' for the sampled_grad_a workload's (and 'sampled/grad_a' / 'sampled/grad_w' for
+    aten_backward's of sampled forwards), 'sampled/2d2d' etc. for sampled ones, 'public' for the public models'
+    forward problems."""
     parts = str(problem_name).split("/")
-    if parts[-1] in ("grad_a", "grad_b"):
+    if parts[-1] in ("grad_a", "grad_b", "grad_w"):
         return f"sampled/{parts[-1]}" if parts[0] == "sampled" else parts[-1]
     return f"sampled/{parts[1]}" if parts[0] == "sampled" else "public"
 

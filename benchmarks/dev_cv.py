@@ -104,6 +104,12 @@ def _variants() -> dict:
         "inductor_experts3": lambda seed: R(
             random_state=seed, **{**family_params("inductor")["xgb_ranker"], "experts": ("layout_2d2d", "b_k_major")}
         ),
+        "inductor_experts_fwd": lambda seed: R(
+            random_state=seed, **{**family_params("inductor")["xgb_ranker"], "experts": ("b_k_major",)}
+        ),
+        "inductor_experts_2d2d": lambda seed: R(
+            random_state=seed, **{**family_params("inductor")["xgb_ranker"], "experts": ("layout_2d2d",)}
+        ),
         "inductor_noest": lambda seed: R(
             random_state=seed,
             **{
@@ -432,11 +438,14 @@ def _summary(name: str, seed: int, frame: pd.DataFrame, scores_dir: str | None, 
     if scores_dir:
         os.makedirs(scores_dir, exist_ok=True)
         frame[SCORE_COLUMNS].to_parquet(os.path.join(scores_dir, f"{name}_seed{seed}.parquet"), index=False)
-    s = summarize(evaluate(frame))
+    per_problem = evaluate(frame)
+    s = summarize(per_problem)
     ranks = oracle_rank(frame)
     missed = ranks[ranks >= 10]
     kind = frame.groupby("problem_id", sort=False)["problem_name"].first().map(problem_kind)
     by_kind = {k: round(float((ranks.reindex(ids) < 10).mean()), 4) for k, ids in kind.groupby(kind).groups.items()}
+    best10_by_kind = {k: round(summarize(per_problem.reindex(ids))["eff_best10_geomean"], 4)
+                      for k, ids in kind.groupby(kind).groups.items()}  # fmt: skip
     return {
         "variant": name,
         "seed": seed,
@@ -450,6 +459,7 @@ def _summary(name: str, seed: int, frame: pd.DataFrame, scores_dir: str | None, 
         "missed_within_32": int((missed < 32).sum()),
         "missed": len(missed),
         "hit_by_kind": by_kind,
+        "best10_by_kind": best10_by_kind,
         "seconds": seconds,  # the whole run's (a SCORING variant: the fits it shares)
     }
 

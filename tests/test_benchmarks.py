@@ -243,8 +243,9 @@ def test_by_kind_groups_the_backward_problems_apart():
     by_kind = _load("by_kind")
     assert [by_kind.kind(n) for n in ("qwen3-30b-a3b/gate_up/t16/zipf/grad_a", "mixtral-8x7b/down/t1/uniform/grad_b",
                                        "sampled/2d2d/bfloat16/7/zipf", "deepseek-v3/down/prefill",
-                                       "sampled/2d3d/bfloat16/7/zipf/grad_a")] == [
-        "grad_a", "grad_b", "sampled/2d2d", "public", "sampled/grad_a"]  # fmt: skip
+                                       "sampled/2d3d/bfloat16/7/zipf/grad_a", "deepseek-v3/down/prefill/grad_w",
+                                       "sampled/2d3d/bfloat16/7/zipf/grad_w")] == [
+        "grad_a", "grad_b", "sampled/2d2d", "public", "sampled/grad_a", "grad_w", "sampled/grad_w"]  # fmt: skip
     d = pd.DataFrame({
         "model": ["m"] * 4, "problem_id": list("abcd"),
         "problem_name": ["x/p/grad_a", "y/p/grad_a", "sampled/2d3d/bfloat16/1/zipf", "z/down/mid"],
@@ -774,3 +775,21 @@ def test_the_shipped_fresh_zipf_set_is_held_out_and_unseen():
     for name in ("nvidia-h200", "nvidia-h100-80gb-hbm3", "fresh-nvidia-h200"):
         assert fresh.isdisjoint(DatasetStore.load(ROOT / "data" / name).done_problems()), name
     assert fresh.isdisjoint(read_seen())
+
+
+def test_dev_cv_summary_gives_each_kinds_hit_and_best_of_10(monkeypatch):
+    """dev_cv._summary: per kind of problem (by_kind.kind) the oracle-in-top-10 rate and the best-of-10 geomean.
+    Hand-computed: 11 configs each; the forward's oracle is ranked first, the weight gradient's 11th (outside the
+    top 10, whose best is 1.25x the oracle's time: efficiency 0.8)."""
+    dev_cv = _load("dev_cv")
+    monkeypatch.setattr(dev_cv, "_DEV", (None, 5, None, None, 1.0, False))
+    times = {"fwd": [1.0] + [2.0] * 10, "wg": [1.25] * 10 + [1.0]}
+    names = {"fwd": "x/gate_up/t8", "wg": "x/gate_up/t8/grad_w"}
+    rows = [{"problem_id": p, "problem_name": names[p], "config_id": f"c{i}", "median_ms": t, "status": "ok",
+             "score": -float(i), "inner_fold": 0} for p, ts in times.items() for i, t in enumerate(ts)]  # fmt: skip
+    f = pd.DataFrame(rows)
+    f["rel_time"] = f["median_ms"] / f.groupby("problem_id")["median_ms"].transform("min")
+    out = dev_cv._summary("v", 0, f, None, 1.0)
+    assert out["hit_by_kind"] == {"public": 1.0, "grad_w": 0.0}
+    assert out["best10_by_kind"] == {"public": 1.0, "grad_w": 0.8}
+    assert out["hit"] == 0.5 and out["missed"] == 1

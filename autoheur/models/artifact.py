@@ -302,6 +302,7 @@ def build_meta(
         "objective_selection": {k: list(v) for k, v in getattr(ranker, "selection_", {}).items()},
         "hedge": getattr(ranker, "hedge_", 0),
         "hedge_selection": {str(k): list(v) for k, v in getattr(ranker, "hedge_selection_", {}).items()},
+        "expert_fits": getattr(ranker, "expert_fits_", {}),  # layout experts: each one's problems, objective, hedge
         "feature_names": list(FEATURE_NAMES),
         "features_hash": features_hash(),
         "space_hash": expected_space_hash(family) if space_hash is None else space_hash,

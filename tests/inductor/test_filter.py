@@ -166,6 +166,51 @@ def test_the_shipped_model_narrows_real_choices(hopper, monkeypatch, gpu):
     assert "model top-10" in scope.filter.decisions[0]["why"] and scope.filter.decisions[0]["choices"] > 11
 
 
+def _training_step_lists(rec) -> None:
+    """A compiled training step of one MoE grouped mm (x [512, 256] by W [4, 384, 256] used transposed): its forward
+    and the two grouped mms of torch's autograd in the backward, each a list of choices Inductor lowers."""
+    import torch
+
+    sa.add_preprocessing_fn(rec)
+    try:
+        x = torch.randn(512, 256, dtype=torch.bfloat16, requires_grad=True)
+        w = torch.randn(4, 384, 256, dtype=torch.bfloat16, requires_grad=True)
+        offs = torch.arange(1, 5, dtype=torch.int32) * 128
+        y = torch.compile(lambda x, w, o: torch._grouped_mm(x, w.transpose(-2, -1), o), fullgraph=True)(x, w, offs)
+        y.backward(torch.ones_like(y))
+        assert x.grad is not None and w.grad is not None
+    finally:
+        fns = sa.get_algorithm_selector_cache().preprocessing_fns
+        if rec in fns:
+            fns.remove(rec)
+
+
+@pytest.mark.parametrize("gpu", ["H100_SXM", "H200"])
+def test_a_compiled_training_steps_backward_is_narrowed_where_the_model_has_its_layouts(hopper, monkeypatch, gpu):
+    """The backward's two grouped mms (dx: 2D x 3D, W N-contiguous; dW: 2D x 2D, A column-major) are the problems of
+    `collect --workload aten_backward`. The H200's shipped model has them (stop 85) and narrows all three lists of a
+    training step to ATen plus its top 10; the H100's knows only the forward and leaves the backward's lists whole,
+    saying it never trained on their operand layouts."""
+    import autoheur.device
+
+    spec = getattr(autoheur.device, gpu)
+    monkeypatch.setattr(autoheur.device, "current_device_spec", lambda: spec)
+    rec = Recorder()
+    with enable() as scope:
+        _training_step_lists(rec)
+    kinds = [(p.layout, p.a_major, p.b_major) for p in rec.problems]
+    assert sorted(kinds) == [("2d2d", "m", "n"), ("2d3d", "k", "k"), ("2d3d", "k", "n")]
+    decisions = scope.filter.decisions
+    assert len(decisions) == 3 and all(d["choices"] > 11 for d in decisions)
+    narrowed = [len(kept) == 11 and kept[0].name == "_grouped_mm" for kept in rec.lists]
+    if gpu == "H200":
+        assert all(narrowed) and all("model top-10" in d["why"] for d in decisions)
+    else:
+        assert narrowed == [kind == ("2d3d", "k", "k") for kind in kinds]
+        whole = [d["why"] for d, kind in zip(decisions, kinds, strict=True) if kind != ("2d3d", "k", "k")]
+        assert all("never trained on this operand layout" in why and why.endswith("full list") for why in whole)
+
+
 class ScoreSmallTiles(ScoreByTile):
     """A stand-in model that prefers the smallest BLOCK_M: tiles Inductor prunes for many rows per group."""
 

@@ -422,8 +422,12 @@ def test_train_applies_the_family_defaults(tmp_path):
     assert model.meta["objective"] in OBJECTIVES and set(model.meta["objective_selection"]) == set(OBJECTIVES)
     assert model.meta["family"] == "inductor"
     assert tuple(model.ranker.relevance) == RELEVANCE_THRESHOLDS  # the 6 grades its shipped model was trained on
-    assert model.ranker.rerank_top == 0 and model.ranker.reranker_ is None  # nor a near-best re-ranker
-    assert model.ranker.experts == () and model.ranker.experts_ is None  # one model, as its shipped one
+    assert model.ranker.rerank_top == 0  # nor a near-best re-ranker, in any expert
+    assert all(e.reranker_ is None for e in model.ranker.experts_.values())
+    # the 2D x 2D expert (a weight gradient's) and the rest; a dataset of the forward alone fits the rest alone
+    assert model.ranker.experts == ("layout_2d2d",) and set(model.ranker.experts_) == {1}
+    assert model.meta["expert_fits"] == {"rest": {"problems": 145, "objective": model.meta["objective"],
+                                                  "hedge": model.meta["hedge"]}}  # fmt: skip
     forced = train(inductor, "xgb_ranker", heldout_folds=0, log=lambda s: None, params={**small, "objective": ENSEMBLE})
     assert forced.meta["objective"] == ENSEMBLE  # explicit parameters still win
 
