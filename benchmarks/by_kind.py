@@ -8,6 +8,7 @@ geomean / P10, oracle in the top 10. `--only FILE` keeps the problems of another
 evaluation's), for a comparison on the same problems.
 
   python benchmarks/by_kind.py reports/eval-stop34/h100-gkf/per_problem.csv.gz [--only OTHER.csv.gz] [--json OUT]
+  python benchmarks/by_kind.py DIR --dev-scores     # DIR: dev_cv.py --scores DIR; per variant, the mean of its seeds
 """
 
 from __future__ import annotations
@@ -58,19 +59,45 @@ def table(per_problem: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["model", "kind"]).reset_index(drop=True)
 
 
+def dev_scores(directory: str) -> pd.DataFrame:
+    """The per-problem figures of `dev_cv.py --scores DIR`'s files (`<variant>_seed<seed>.parquet`), as an
+    evaluation's per-problem file holds them, with "model" the variant and "seed" the seed."""
+    from autoheur.models.metrics import evaluate
+
+    frames = []
+    for path in sorted(Path(directory).glob("*_seed*.parquet")):
+        variant, seed = path.stem.rsplit("_seed", 1)
+        scores = pd.read_parquet(path)
+        pp = evaluate(scores).reset_index()
+        names = scores.groupby("problem_id", sort=False)["problem_name"].first()
+        frames.append(pp.assign(model=variant, seed=int(seed), problem_name=pp["problem_id"].map(names)))
+    if not frames:
+        raise SystemExit(f"{directory}: no dev_cv scores (<variant>_seed<seed>.parquet)")
+    return pd.concat(frames, ignore_index=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("per_problem")
+    ap.add_argument("per_problem", help="an evaluation's per_problem.csv.gz, or with --dev-scores a directory")
+    ap.add_argument("--dev-scores", action="store_true",
+                    help="per_problem is a `dev_cv.py --scores` directory: each variant's figures by kind, as the mean "
+                         "over its seeds")  # fmt: skip
+    ap.add_argument("--split", help="keep only this split of an evaluation's file (e.g. inductor-h200:group_kfold)")
     ap.add_argument("--only", help="keep only the problems of this per-problem file")
     ap.add_argument("--models", default=None, help="comma-separated models to show (default: all)")
     ap.add_argument("--json", help="also write the table here")
     args = ap.parse_args(argv)
-    d = pd.read_csv(args.per_problem)
+    d = dev_scores(args.per_problem) if args.dev_scores else pd.read_csv(args.per_problem)
+    if args.split:
+        d = d[d["split"] == args.split]
     if args.only:
         d = d[d["problem_id"].isin(set(pd.read_csv(args.only)["problem_id"]))]
     if args.models:
         d = d[d["model"].isin(args.models.split(","))]
-    t = table(d)
+    if args.dev_scores:  # each seed's table, then the mean over seeds
+        t = pd.concat([table(g) for _, g in d.groupby("seed")]).groupby(["model", "kind"], as_index=False).mean()
+    else:
+        t = table(d)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(t.round(4).to_string(index=False))
     if args.json:

@@ -793,3 +793,26 @@ def test_dev_cv_summary_gives_each_kinds_hit_and_best_of_10(monkeypatch):
     assert out["hit_by_kind"] == {"public": 1.0, "grad_w": 0.0}
     assert out["best10_by_kind"] == {"public": 1.0, "grad_w": 0.8}
     assert out["hit"] == 0.5 and out["missed"] == 1
+
+
+def test_by_kind_reads_dev_cv_scores_and_averages_the_seeds(tmp_path):
+    """by_kind.py --dev-scores: each `<variant>_seed<seed>.parquet` scored as an evaluation's per-problem rows, the
+    table the mean over seeds. Hand-computed: seed 0 ranks the weight gradient's oracle 11th (best of 10: 0.8), seed
+    1 first (1.0): mean 0.9; the forward's oracle is first on both."""
+    by_kind = _load("by_kind")
+    for seed, wg_scores in ((0, -np.arange(11.0)), (1, np.arange(11.0))):
+        rows = []
+        for p, name, times, scores in (("fwd", "x/gate_up/t8", [1.0] + [2.0] * 10, -np.arange(11.0)),
+                                       ("wg", "x/gate_up/t8/grad_w", [1.25] * 10 + [1.0], wg_scores)):  # fmt: skip
+            rows += [{"problem_id": p, "problem_name": name, "config_id": f"c{i}", "median_ms": t, "status": "ok",
+                      "rel_time": t / min(times), "score": s, "inner_fold": 0}
+                     for i, (t, s) in enumerate(zip(times, scores, strict=True))]  # fmt: skip
+        pd.DataFrame(rows).to_parquet(tmp_path / f"v_seed{seed}.parquet", index=False)
+    d = by_kind.dev_scores(str(tmp_path))
+    assert sorted(set(d["seed"])) == [0, 1] and set(d["model"]) == {"v"}
+    by_seed = d.set_index(["seed", "problem_id"])["eff_best10"]
+    assert by_seed[(0, "wg")] == pytest.approx(0.8) and by_seed[(1, "wg")] == 1.0 and by_seed[(0, "fwd")] == 1.0
+    assert by_kind.main([str(tmp_path), "--dev-scores", "--json", str(tmp_path / "t.json")]) == 0
+    t = {r["kind"]: r for r in json.loads((tmp_path / "t.json").read_text())}
+    assert t["grad_w"]["best10_geomean"] == pytest.approx(0.9) and t["grad_w"]["oracle_in_top10"] == 0.5
+    assert t["public"]["best10_geomean"] == 1.0
