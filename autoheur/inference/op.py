@@ -24,30 +24,14 @@ from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 
 from autoheur.inference.api import _PLAIN, _plain, _transforms_active, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
-from autoheur.kernels.config import Ragged
 from autoheur.kernels.tail import zero_past_end
-from autoheur.kernels.validate import ALIGN_BYTES, RAGGED_BY_NDIM, layout_extents, operand_ok, validate
+from autoheur.kernels.validate import ALIGN_BYTES, layout_extents, operand_ok, ragged_layout, validate
 
 
 @torch.library.custom_op("autoheur::grouped_mm", mutates_args=())
 def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None,
                out_dtype: torch.dtype | None = None) -> torch.Tensor:  # fmt: skip
     return _grouped_mm(a, b, offs, out_dtype)
-
-
-def out_shape(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None) -> tuple[int, ...]:
-    """The output shape from the operand shapes alone (what validate computes), for tracing."""
-    if a.dim() == 2 and b.dim() == 3:
-        return (a.shape[0], b.shape[2])
-    if a.dim() == 3 and b.dim() == 2:
-        return (a.shape[1], b.shape[1])
-    if a.dim() == 2 and b.dim() == 2:
-        if offs is None:
-            raise ValueError("2D x 2D grouped_mm needs offs")
-        return (offs.shape[0], a.shape[0], b.shape[1])
-    if a.dim() == 3 and b.dim() == 3:
-        return (a.shape[0], a.shape[1], b.shape[2])
-    raise ValueError(f"a and b must be 2D or 3D, got {a.dim()}D and {b.dim()}D")
 
 
 @grouped_mm.register_fake
@@ -61,13 +45,7 @@ def _(a, b, offs=None, out_dtype=None):
         raise TypeError(f"a is {a.dtype} but b is {b.dtype}: both must have one dtype")
     # The shapes as validate() checks them, so that a mismatched K or group count fails the trace with its error,
     # not the first run. An extent the trace cannot know (unbacked) is taken to match; validate() checks it then.
-    ragged = RAGGED_BY_NDIM.get((a.dim(), b.dim()))
-    if ragged is None:
-        raise ValueError(f"a.ndim={a.dim()}, b.ndim={b.dim()}: each operand must be 2D or 3D")
-    if ragged == Ragged.NONE and offs is not None:
-        raise ValueError("offs must be None when a and b are both 3D (batched)")
-    if ragged != Ragged.NONE and offs is None:
-        raise ValueError(f"offs is required when an operand is 2D (a is {a.dim()}D, b is {b.dim()}D)")
+    ragged = ragged_layout(a.dim(), b.dim(), offs is not None)
     if offs is not None and offs.dim() != 1:
         raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
     offs_len = None if offs is None else offs.shape[0]

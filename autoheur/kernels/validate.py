@@ -19,7 +19,7 @@ from autoheur.kernels.config import KernelConfig, Ragged, Signature, infeasible_
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ALIGN_BYTES = 16  # torch._grouped_mm's stride rule, and what TMA descriptors need
-RAGGED_BY_NDIM = {(2, 3): Ragged.M, (3, 2): Ragged.N, (2, 2): Ragged.K, (3, 3): Ragged.NONE}
+_RAGGED_BY_NDIM = {(2, 3): Ragged.M, (3, 2): Ragged.N, (2, 2): Ragged.K, (3, 3): Ragged.NONE}
 _RAGGED_EXTENT = {Ragged.M: "a.shape[0]", Ragged.N: "b.shape[1]", Ragged.K: "a.shape[1]"}  # what offs[-1] bounds
 
 
@@ -171,6 +171,19 @@ def check_offsets_values(call: GemmCall) -> None:
         raise ValueError(f"offs[-1]={o[-1]} is beyond the ragged dimension ({what}={total})")
 
 
+def ragged_layout(a_ndim: int, b_ndim: int, has_offs: bool) -> Ragged:
+    """The layout of operands of these ranks, or validate's ValueError for ranks no layout has, or offsets given to
+    a batched (3D x 3D) call or missing from a ragged one."""
+    ragged = _RAGGED_BY_NDIM.get((a_ndim, b_ndim))
+    if ragged is None:
+        raise ValueError(f"a.ndim={a_ndim}, b.ndim={b_ndim}: each operand must be 2D or 3D")
+    if ragged == Ragged.NONE and has_offs:
+        raise ValueError("offs must be None when a and b are both 3D (batched)")
+    if ragged != Ragged.NONE and not has_offs:
+        raise ValueError(f"offs is required when an operand is 2D (a is {a_ndim}D, b is {b_ndim}D)")
+    return ragged
+
+
 def layout_extents(ragged: Ragged, a_shape, b_shape, offs_len, differs=operator.ne) -> tuple:
     """(groups, m, n, k, ragged total, out shape) of operands of these shapes in the layout `ragged` names (0 for the
     ragged extent), or validate's ValueError for a mismatched K, group count or offsets length. `differs(x, y)` says
@@ -229,16 +242,8 @@ def validate(
         raise ValueError(
             f"a is on {a.device}: the Triton kernel runs on a CUDA GPU (TRITON_INTERPRET=1 runs it on the CPU)"
         )
-    ragged = RAGGED_BY_NDIM.get((a.ndim, b.ndim))
-    if ragged is None:
-        raise ValueError(f"a.ndim={a.ndim}, b.ndim={b.ndim}: each operand must be 2D or 3D")
-
-    if ragged == Ragged.NONE:
-        if offs is not None:
-            raise ValueError("offs must be None when a and b are both 3D (batched)")
-    else:
-        if offs is None:
-            raise ValueError(f"offs is required when an operand is 2D (a is {a.ndim}D, b is {b.ndim}D)")
+    ragged = ragged_layout(a.ndim, b.ndim, offs is not None)
+    if ragged != Ragged.NONE:
         offs = _check_tensor(offs, "offs")
         if offs.dtype != torch.int32:
             raise TypeError(f"offs has dtype {offs.dtype}; it must be torch.int32")
