@@ -13,8 +13,8 @@ Per way: the first call's wall time (compile + autotune + run) and the steady-st
 recompiles on a second batch size), so Inductor autotunes one kernel per GEMM for every size at the hint (`--tokens`);
 `--steady-tokens` then times the compiled block at other token counts too (its first call there, and its steady
 state), with the same routing law. `--train` times a training step instead: the weights and x require grad, and each
-call is the forward and the gradients of x, W1 and W2 (torch.autograd.grad of the output against a fixed output
-gradient), so the compile covers the backward's grouped mms too (dx: 2D x 3D with W N-contiguous; dW: 2D x 2D), which
+call is the forward and the gradients of x, W1 and W2 (torch.autograd.grad of the output against an output gradient of
+ones), so the compile covers the backward's grouped mms too (dx: 2D x 3D with W N-contiguous; dW: 2D x 2D), which
 Inductor also autotunes, and which the filter narrows only with a model that has their layouts.
 
 Example (one H100):
@@ -103,13 +103,12 @@ def _run(
         if dynamic:
             torch._dynamo.mark_dynamic(x, 0)
 
-        def call(x, offs, grad_out=None):
+        def call(x, offs):
             if not train:
                 return fn(x, offs)
             x = x.detach().requires_grad_()
-            out = fn(x, offs)
-            gy = torch.ones_like(out) if grad_out is None else grad_out
-            return (out, *torch.autograd.grad(out, (x, block.w1, block.w2), gy))
+            out = fn(x, offs)  # its gradient: ones (filled in each call, as a loss's backward would)
+            return (out, *torch.autograd.grad(out, (x, block.w1, block.w2), torch.ones_like(out)))
 
         def norm(res):  # before the next call: a CUDA graph's outputs are overwritten by it
             return float(sum(t.float().norm() for t in res)) if train else float(res.float().norm())
