@@ -25,7 +25,15 @@ from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 from autoheur.inference.api import _PLAIN, _plain, _transforms_active, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
 from autoheur.kernels.tail import zero_past_end
-from autoheur.kernels.validate import ALIGN_BYTES, layout_extents, operand_ok, ragged_layout, validate
+from autoheur.kernels.validate import (
+    ALIGN_BYTES,
+    check_dtypes,
+    check_offs_dtype_and_rank,
+    layout_extents,
+    operand_ok,
+    ragged_layout,
+    validate,
+)
 
 
 @torch.library.custom_op("autoheur::grouped_mm", mutates_args=())
@@ -43,14 +51,16 @@ def _(a, b, offs=None, out_dtype=None):
             raise ValueError(f"{name} is on {t.device} but a is on {a.device}: all tensors must be on one device")
     if b.dtype != a.dtype:
         raise TypeError(f"a is {a.dtype} but b is {b.dtype}: both must have one dtype")
-    # The shapes as validate() checks them, so that a mismatched K or group count fails the trace with its error,
-    # not the first run. An extent the trace cannot know (unbacked) is taken to match; validate() checks it then.
+    # The dtypes and shapes as validate() checks them, in its order, so that a mismatched K or group count fails the
+    # trace with its error, not the first run, and a call with two faults fails with the one validate() names first.
+    # An extent the trace cannot know (unbacked) is taken to match; validate() checks it then.
+    out_dtype = check_dtypes(a.dtype, b.dtype, out_dtype)
     ragged = ragged_layout(a.dim(), b.dim(), offs is not None)
-    if offs is not None and offs.dim() != 1:
-        raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
+    if offs is not None:
+        check_offs_dtype_and_rank(offs)
     offs_len = None if offs is None else offs.shape[0]
     shape = layout_extents(ragged, a.shape, b.shape, offs_len, differs=_may_differ)[-1]
-    return a.new_empty(shape, dtype=out_dtype or a.dtype)
+    return a.new_empty(shape, dtype=out_dtype)
 
 
 def _may_differ(x, y) -> bool:

@@ -171,6 +171,30 @@ def check_offsets_values(call: GemmCall) -> None:
         raise ValueError(f"offs[-1]={o[-1]} is beyond the ragged dimension ({what}={total})")
 
 
+def check_dtypes(a_dtype: torch.dtype, b_dtype: torch.dtype, out_dtype) -> torch.dtype:
+    """The output dtype, or validate's TypeError for an unsupported input dtype, two input dtypes or an out_dtype
+    other than None, the inputs' or float32. Dtypes only: the op's fake implementation checks them as validate does."""
+    if a_dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"a has dtype {a_dtype}; supported: bfloat16, float16, float32")
+    if b_dtype != a_dtype:
+        raise TypeError(f"b has dtype {b_dtype} but a has {a_dtype}: both operands must share one dtype")
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise TypeError(f"out_dtype={out_dtype!r} is a {type(out_dtype).__name__}: pass a torch.dtype or None")
+    out_dtype = a_dtype if out_dtype is None else out_dtype
+    if out_dtype not in (a_dtype, torch.float32):
+        choices = "None or torch.float32" if a_dtype == torch.float32 else f"None, {a_dtype} or torch.float32"
+        raise TypeError(f"out_dtype={out_dtype} is not supported for {a_dtype} inputs: use {choices}")
+    return out_dtype
+
+
+def check_offs_dtype_and_rank(offs: torch.Tensor) -> None:
+    """validate's TypeError for offsets that are not int32, then its ValueError for offsets that are not 1D."""
+    if offs.dtype != torch.int32:
+        raise TypeError(f"offs has dtype {offs.dtype}; it must be torch.int32")
+    if offs.dim() != 1:
+        raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
+
+
 def ragged_layout(a_ndim: int, b_ndim: int, has_offs: bool) -> Ragged:
     """The layout of operands of these ranks, or validate's ValueError for ranks no layout has, or offsets given to
     a batched (3D x 3D) call or missing from a ragged one."""
@@ -226,16 +250,7 @@ def validate(
 ) -> GemmCall:
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
-    if a.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"a has dtype {a.dtype}; supported: bfloat16, float16, float32")
-    if b.dtype != a.dtype:
-        raise TypeError(f"b has dtype {b.dtype} but a has {a.dtype}: both operands must share one dtype")
-    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
-        raise TypeError(f"out_dtype={out_dtype!r} is a {type(out_dtype).__name__}: pass a torch.dtype or None")
-    out_dtype = a.dtype if out_dtype is None else out_dtype
-    if out_dtype not in (a.dtype, torch.float32):
-        choices = "None or torch.float32" if a.dtype == torch.float32 else f"None, {a.dtype} or torch.float32"
-        raise TypeError(f"out_dtype={out_dtype} is not supported for {a.dtype} inputs: use {choices}")
+    out_dtype = check_dtypes(a.dtype, b.dtype, out_dtype)
     if b.device != a.device:
         raise ValueError(f"a is on {a.device} but b is on {b.device}: all tensors must be on one device")
     if a.device.type not in (("cpu", "cuda") if interpreting() else ("cuda",)):
@@ -245,10 +260,7 @@ def validate(
     ragged = ragged_layout(a.ndim, b.ndim, offs is not None)
     if ragged != Ragged.NONE:
         offs = _check_tensor(offs, "offs")
-        if offs.dtype != torch.int32:
-            raise TypeError(f"offs has dtype {offs.dtype}; it must be torch.int32")
-        if offs.ndim != 1:
-            raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
+        check_offs_dtype_and_rank(offs)
         if offs.shape[0] > 1 and offs.stride(0) != 1:
             raise ValueError(f"offs must be contiguous (stride {offs.stride(0)}); pass offs.contiguous()")
         if offs.device != a.device:

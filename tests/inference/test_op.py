@@ -137,6 +137,31 @@ def test_a_bad_shape_fails_the_trace_with_validates_error(case):
     torch._dynamo.reset()
 
 
+TWO_FAULTS = {  # a bad shape beside a bad dtype, or a bad rank beside a bad dtype: validate names the dtype first
+    "int64 offs of 2 dims": (torch.float32, (2, 32, 8), torch.int64, (2, 1), None),
+    "int64 offs, mismatched K": (torch.float32, (2, 33, 8), torch.int64, (2,), None),
+    "float64, mismatched K": (torch.float64, (2, 33, 8), torch.int32, (2,), None),
+    "fp16 out of fp32, mismatched K": (torch.float32, (2, 33, 8), torch.int32, (2,), torch.float16),
+    "int64 offs alone": (torch.float32, (2, 32, 8), torch.int64, (2,), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TWO_FAULTS))
+def test_the_fake_names_the_fault_validate_names_first(case):
+    """The fake implementation's dtype and offsets checks come in validate()'s order: a call with a bad dtype and a
+    bad shape (or offsets of another rank) fails the trace with the error the eager call raises, not another."""
+    from autoheur.kernels.validate import validate
+
+    dtype, b_shape, offs_dtype, offs_shape, out_dtype = TWO_FAULTS[case]
+    a, b = torch.randn(16, 32, dtype=dtype, device=DEVICE), torch.randn(b_shape, dtype=dtype, device=DEVICE)
+    offs = torch.full(offs_shape, 8, dtype=offs_dtype, device=DEVICE)
+    with pytest.raises((TypeError, ValueError)) as eager:
+        validate(a, b, offs, out_dtype)
+    with pytest.raises((TypeError, ValueError)) as meta:
+        torch.ops.autoheur.grouped_mm(a.to("meta"), b.to("meta"), offs.to("meta"), out_dtype)
+    assert (type(meta.value), str(meta.value)) == (type(eager.value), str(eager.value))
+
+
 @pytest.mark.parametrize("how", ["make_dual-api", "make_dual-op", "make_dual-requires-grad", "func.jvp-api"])
 def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
     """torch._grouped_mm has no forward-mode derivative and raises NotImplementedError on a dual input. The kernel
