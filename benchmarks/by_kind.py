@@ -89,6 +89,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     d = dev_scores(args.per_problem) if args.dev_scores else pd.read_csv(args.per_problem)
     if args.split:
+        if "split" not in d:
+            raise SystemExit(f"--split {args.split}: {args.per_problem} has no splits (dev_cv scores are one split)")
         d = d[d["split"] == args.split]
     if args.only:
         d = d[d["problem_id"].isin(set(pd.read_csv(args.only)["problem_id"]))]
