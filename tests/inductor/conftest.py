@@ -4,6 +4,8 @@ compile them (there is no GPU here), so the ATen choice runs."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -46,9 +48,23 @@ class Recorder:
         return [c for c in choices if not c.name.startswith("triton_")]
 
 
-def compile_and_run(recorder, groups=4, rows=512, n=512, k=256, inputs=None):
-    sa.add_preprocessing_fn(recorder)
+@contextlib.contextmanager
+def preprocessing(*fns):
+    """Inductor's choice preprocessing functions `fns` (None ones skipped) installed in order, and removed after."""
+    fns = [f for f in fns if f is not None]
+    for f in fns:
+        sa.add_preprocessing_fn(f)
     try:
+        yield
+    finally:
+        installed = sa.get_algorithm_selector_cache().preprocessing_fns
+        for f in fns:
+            if f in installed:
+                installed.remove(f)
+
+
+def compile_and_run(recorder, groups=4, rows=512, n=512, k=256, inputs=None):
+    with preprocessing(recorder):
         if inputs is None:
             a = torch.randn(rows, k, dtype=torch.bfloat16)
             b = torch.randn(groups, n, k, dtype=torch.bfloat16).transpose(-2, -1)  # MoE weights: [G, N, K] as K x N
@@ -57,7 +73,3 @@ def compile_and_run(recorder, groups=4, rows=512, n=512, k=256, inputs=None):
             a, b, offs = inputs
         out = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), fullgraph=True)(a, b, offs)
         torch.testing.assert_close(out, torch._grouped_mm(a, b, offs))
-    finally:
-        fns = sa.get_algorithm_selector_cache().preprocessing_fns
-        if recorder in fns:
-            fns.remove(recorder)

@@ -11,7 +11,7 @@ import pytest
 from autoheur.inductor import ChoiceFilter, disable, enable, grid_configs, inductor_problem, template_config
 from autoheur.inductor.choices import ChoicesRead, even_split, tile_key
 
-from .conftest import Recorder, compile_and_run
+from .conftest import Recorder, compile_and_run, preprocessing
 
 sa = pytest.importorskip("torch._inductor.select_algorithm")
 
@@ -171,18 +171,13 @@ def _training_step_lists(rec) -> None:
     and the two grouped mms of torch's autograd in the backward, each a list of choices Inductor lowers."""
     import torch
 
-    sa.add_preprocessing_fn(rec)
-    try:
+    with preprocessing(rec):
         x = torch.randn(512, 256, dtype=torch.bfloat16, requires_grad=True)
         w = torch.randn(4, 384, 256, dtype=torch.bfloat16, requires_grad=True)
         offs = torch.arange(1, 5, dtype=torch.int32) * 128
         y = torch.compile(lambda x, w, o: torch._grouped_mm(x, w.transpose(-2, -1), o), fullgraph=True)(x, w, offs)
         y.backward(torch.ones_like(y))
         assert x.grad is not None and w.grad is not None
-    finally:
-        fns = sa.get_algorithm_selector_cache().preprocessing_fns
-        if rec in fns:
-            fns.remove(rec)
 
 
 @pytest.mark.parametrize("gpu", ["H100_SXM", "H200"])
@@ -227,10 +222,7 @@ def _lowered_at(rows: list[int], flt: ChoiceFilter | None, mark_dynamic: bool = 
 
     torch._dynamo.reset()  # a fresh start: dynamo remembers the sizes an earlier compile of this code saw
     rec = Recorder()
-    if flt is not None:
-        sa.add_preprocessing_fn(flt)
-    sa.add_preprocessing_fn(rec)
-    try:
+    with preprocessing(flt, rec):
         fn = torch.compile(lambda a, b, o: torch._grouped_mm(a, b, o), fullgraph=True)
         b = torch.randn(4, 512, 256, dtype=torch.bfloat16).transpose(-2, -1)
         for r in rows:
@@ -239,11 +231,6 @@ def _lowered_at(rows: list[int], flt: ChoiceFilter | None, mark_dynamic: bool = 
                 torch._dynamo.mark_dynamic(a, 0)
             offs = torch.arange(1, 5, dtype=torch.int32) * (r // 4)
             torch.testing.assert_close(fn(a, b, offs), torch._grouped_mm(a, b, offs))
-    finally:
-        fns = sa.get_algorithm_selector_cache().preprocessing_fns
-        for f in (flt, rec):
-            if f in fns:
-                fns.remove(f)
     return rec
 
 
