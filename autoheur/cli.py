@@ -144,9 +144,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
         else:
             problems = workload(args.workload, args.count, args.seed, _csv(args.layouts), _csv(args.dtypes))
         if args.only:
-            problems = _by_ids(problems, args.only, keep=True)
+            problems = _by_ids(problems, args.only, keep=True, family=args.family)
         if args.skip:
-            problems = _by_ids(problems, args.skip, keep=False)
+            problems = _by_ids(problems, args.skip, keep=False, family=args.family)
     except (ShapesError, ValueError, FileNotFoundError) as exc:
         print(f"autoheur collect: {exc}", file=sys.stderr)
         return 2
@@ -196,14 +196,21 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 1 if summary.get("errors") else 0
 
 
-def _by_ids(problems: list, path: str, keep: bool) -> list:
+def _by_ids(problems: list, path: str, keep: bool, family: str = "triton") -> list:
     """`collect --only PATH` (keep=True) / `--skip PATH` (keep=False): keep / drop the problems whose ids PATH holds
-    (a dataset, or a file from `autoheur data ids`), the list's order kept."""
+    (a dataset, or a file from `autoheur data ids`), the list's order kept. The inductor family's datasets hold the
+    problems Inductor times (`as_benchmarked`: the offsets split evenly), so there a problem is also matched by that
+    problem's id: else `--skip` of an Inductor dataset would leave out almost nothing."""
     from autoheur.collect.schema import problem_id
     from autoheur.collect.store import read_problem_ids
 
     ids = read_problem_ids(path)
-    kept = [p for p in problems if (problem_id(p) in ids) == keep]
+    keys = [lambda p: problem_id(p)]
+    if family == "inductor":
+        from autoheur.inductor.collect import as_benchmarked
+
+        keys.append(lambda p: problem_id(as_benchmarked(p)))
+    kept = [p for p in problems if any(key(p) in ids for key in keys) == keep]
     print(f"autoheur collect: --{'only' if keep else 'skip'} {path}: {len(problems) - len(kept)} of {len(problems)} "
           "problems left out", file=sys.stderr)  # fmt: skip
     return kept

@@ -515,6 +515,28 @@ def test_cli_data_ids_and_collect_skip(tmp_path, capsys):
     assert main(["data", "ids", str(tmp_path / "x")]) == 2
 
 
+def test_collect_skip_of_an_inductor_dataset_matches_what_inductor_timed(capsys):
+    """The inductor family's datasets key each problem by the one Inductor times (offsets split evenly), so `--skip`
+    and `--only` of such a dataset match a listed problem by that id too: the shipped H200 Inductor dataset holds the
+    first 57 problems of `aten_backward`."""
+    from autoheur.cli import main
+    from autoheur.collect.workloads import workload
+    from autoheur.inductor.collect import as_benchmarked
+
+    root = Path(__file__).resolve().parents[2] / "data" / "inductor-nvidia-h200"
+    listed = workload("aten_backward", 60)
+    have = DatasetStore.load(root).done_problems()
+    assert [problem_id(p) in have for p in listed].count(True) < 5  # the raw ids alone would miss them
+    done = [problem_id(as_benchmarked(p)) in have for p in listed]
+    assert done == [True] * 57 + [False] * 3
+    base = ["collect", "--family", "inductor", "--workload", "aten_backward", "--count", "60", "--dry-run"]
+    for flag, want in (("--skip", listed[57:]), ("--only", listed[:57])):
+        assert main([*base, flag, str(root)]) == 0
+        out, err = capsys.readouterr()
+        assert [line.rsplit(None, 1)[-1] for line in out.strip().splitlines()] == [p.name for p in want]
+        assert f"{60 - len(want)} of 60 problems left out" in err
+
+
 def test_read_is_the_table_pack_by_pack_with_shared_sizes():
     """`read` (pack by pack, one sizes array per problem) gives exactly `read_table`'s rows, retimes applied, on a
     shipped dataset with packs, refine and polish files."""
