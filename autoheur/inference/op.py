@@ -49,8 +49,6 @@ def _(a, b, offs=None, out_dtype=None):
     for name, t in (("b", b), ("offs", offs)):
         if t is not None and t.device != a.device:
             raise ValueError(f"{name} is on {t.device} but a is on {a.device}: all tensors must be on one device")
-    if b.dtype != a.dtype:
-        raise TypeError(f"a is {a.dtype} but b is {b.dtype}: both must have one dtype")
     # The dtypes and shapes as validate() checks them, in its order, so that a mismatched K or group count fails the
     # trace with its error, not the first run, and a call with two faults fails with the one validate() names first.
     # An extent the trace cannot know (unbacked) is taken to match; validate() checks it then.

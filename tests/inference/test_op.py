@@ -86,7 +86,9 @@ def test_the_op_refuses_inputs_on_two_devices_even_when_one_is_meta(which):
     args[which] = args[which].to("meta")
     with pytest.raises(ValueError, match=f"{which} is on meta but a is on {DEVICE}"):
         torch.ops.autoheur.grouped_mm(a, args["b"], args["offs"], None)
-    with pytest.raises(TypeError, match="both must have one dtype"):
+    with pytest.raises(
+        TypeError, match="b has dtype torch.float16 but a has torch.float32: both operands must share one"
+    ):
         torch.ops.autoheur.grouped_mm(a.to("meta"), b.half().to("meta"), offs.to("meta"), None)
     assert torch.ops.autoheur.grouped_mm(a.to("meta"), b.to("meta"), offs.to("meta"), None).shape == (16, 32)
 
@@ -137,12 +139,13 @@ def test_a_bad_shape_fails_the_trace_with_validates_error(case):
     torch._dynamo.reset()
 
 
-TWO_FAULTS = {  # a bad shape beside a bad dtype, or a bad rank beside a bad dtype: validate names the dtype first
+TWO_FAULTS = {  # a bad shape or rank beside a bad dtype, or an unsupported dtype beside a mismatched one (b's, last)
     "int64 offs of 2 dims": (torch.float32, (2, 32, 8), torch.int64, (2, 1), None),
     "int64 offs, mismatched K": (torch.float32, (2, 33, 8), torch.int64, (2,), None),
     "float64, mismatched K": (torch.float64, (2, 33, 8), torch.int32, (2,), None),
     "fp16 out of fp32, mismatched K": (torch.float32, (2, 33, 8), torch.int32, (2,), torch.float16),
     "int64 offs alone": (torch.float32, (2, 32, 8), torch.int64, (2,), None),
+    "float64 a, fp16 b": (torch.float64, (2, 32, 8), torch.int32, (2,), None, torch.float16),
 }
 
 
@@ -152,8 +155,11 @@ def test_the_fake_names_the_fault_validate_names_first(case):
     bad shape (or offsets of another rank) fails the trace with the error the eager call raises, not another."""
     from autoheur.kernels.validate import validate
 
-    dtype, b_shape, offs_dtype, offs_shape, out_dtype = TWO_FAULTS[case]
-    a, b = torch.randn(16, 32, dtype=dtype, device=DEVICE), torch.randn(b_shape, dtype=dtype, device=DEVICE)
+    dtype, b_shape, offs_dtype, offs_shape, out_dtype, *b_dtype = TWO_FAULTS[case]
+    a, b = (
+        torch.randn(16, 32, dtype=dtype, device=DEVICE),
+        torch.randn(b_shape, dtype=(b_dtype or [dtype])[0], device=DEVICE),
+    )
     offs = torch.full(offs_shape, 8, dtype=offs_dtype, device=DEVICE)
     with pytest.raises((TypeError, ValueError)) as eager:
         validate(a, b, offs, out_dtype)
