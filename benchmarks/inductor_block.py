@@ -111,7 +111,7 @@ def _run(
             return (out, *torch.autograd.grad(out, (x, block.w1, block.w2), torch.ones_like(out)))
 
         def norm(res):  # before the next call: a CUDA graph's outputs are overwritten by it
-            return float(sum(t.float().norm() for t in res)) if train else float(res.float().norm())
+            return float(sum(t.detach().float().norm() for t in res)) if train else float(res.float().norm())
 
         torch.cuda.synchronize()
         t0 = time.perf_counter()

@@ -213,13 +213,15 @@ EVAL_DESIGN_TRITON = (
     "of the data of stop 78). "
 )
 EVAL_DESIGN_INDUCTOR = (
-    "On Inductor's template family the default xgb_ranker is one model (no re-ranker and no layout experts: the data "
-    "hold one layout) whose objective an inner 2-fold CV picks on each fold's training problems "
-    "(rankers.FAMILY_PARAMS), kept because the ensemble measured below it on this family's held-out figures: that one "
-    "choice between two procedures was made on them. Its hedge, the last 4 of the 10 slots filled from the training "
-    "problems' best fixed list or none, an inner 5-fold CV picks on each fold's training problems too (chosen on a "
-    "dev CV of fold 0's training problems, BENCHMARKS.md stop 81). Subset design_unseen is the problems "
-    "models/design-seen.txt does not list. "
+    "On Inductor's template family the default xgb_ranker has no re-ranker. It is one model for the 2D x 3D problems "
+    "(the forward, and a training step's input gradient) and, where the data hold them, a second for the 2D x 2D "
+    "weight gradients (the layout experts of rankers.FAMILY_PARAMS, chosen on a dev CV of fold 0's training "
+    "problems, BENCHMARKS.md stop 85); a dataset of the forward alone gets one model. Each model's objective an inner "
+    "2-fold CV picks on each fold's training problems, kept because the ensemble measured below it on this family's "
+    "held-out figures: that one choice between two procedures was made on them. Its hedge, the last 4 of the 10 slots "
+    "filled from the training problems' best fixed list or none, an inner 5-fold CV picks on each fold's training "
+    "problems too (chosen on a dev CV of fold 0's training problems, BENCHMARKS.md stop 81). Subset design_unseen is "
+    "the problems models/design-seen.txt does not list. "
 )
 # what each kind of split holds out, said for the kinds a run has (all of them where it has none: a bare report)
 EVAL_SPLITS = {
