@@ -685,10 +685,11 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--skip", metavar="PATH",
                      help="leave out the problems already in PATH: a dataset directory, or a file of problem ids "
                           "(`autoheur data ids DATASET > FILE`), to go on with a list on a machine without the "
-                          "dataset")  # fmt: skip
+                          "dataset. With --family inductor a problem is also matched by the problem Inductor times "
+                          "for it (its offsets split evenly), which is what an Inductor dataset holds")  # fmt: skip
     src.add_argument("--only", metavar="PATH",
-                     help="keep only the problems in PATH (as --skip reads it; both may be given), e.g. another "
-                          "GPU's dataset, to collect the problems of a list that it has")  # fmt: skip
+                     help="keep only the problems in PATH (as --skip reads and matches it; both may be given), e.g. "
+                          "another GPU's dataset, to collect the problems of a list that it has")  # fmt: skip
     run = p.add_argument_group("run")
     run.add_argument("--out", help="dataset directory (default: data/<device-slug>)")
     run.add_argument("--new-dataset", action="store_true", help="move an existing dataset at --out aside, start anew")
