@@ -29,6 +29,7 @@ from autoheur.kernels.validate import (
     ALIGN_BYTES,
     check_dtypes,
     check_offs_dtype_and_rank,
+    check_same_device,
     layout_extents,
     operand_ok,
     ragged_layout,
@@ -44,18 +45,17 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = Non
 
 @grouped_mm.register_fake
 def _(a, b, offs=None, out_dtype=None):
-    # Inputs on two devices (one of them meta) dispatch here, not to the kernel: refuse them as validate() does,
-    # else an uninitialized tensor comes back as a result. Values are not readable here (fake tensors), shapes are.
-    for name, t in (("b", b), ("offs", offs)):
-        if t is not None and t.device != a.device:
-            raise ValueError(f"{name} is on {t.device} but a is on {a.device}: all tensors must be on one device")
-    # The dtypes and shapes as validate() checks them, in its order, so that a mismatched K or group count fails the
-    # trace with its error, not the first run, and a call with two faults fails with the one validate() names first.
-    # An extent the trace cannot know (unbacked) is taken to match; validate() checks it then.
+    # The dtypes, devices and shapes as validate() checks them, in its order, so that a mismatched K or group count
+    # fails the trace with its error, not the first run, and a call with two faults fails with the one validate()
+    # names first. Inputs on two devices (one of them meta) dispatch here, not to the kernel: refused, else an
+    # uninitialized tensor would come back as a result. Values are not readable here (fake tensors), shapes are; an
+    # extent the trace cannot know (unbacked) is taken to match, and validate() checks it then.
     out_dtype = check_dtypes(a.dtype, b.dtype, out_dtype)
+    check_same_device(b, a, "b")
     ragged = ragged_layout(a.dim(), b.dim(), offs is not None)
     if offs is not None:
         check_offs_dtype_and_rank(offs)
+        check_same_device(offs, a, "offs")
     offs_len = None if offs is None else offs.shape[0]
     shape = layout_extents(ragged, a.shape, b.shape, offs_len, differs=_may_differ)[-1]
     return a.new_empty(shape, dtype=out_dtype)

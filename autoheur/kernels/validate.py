@@ -195,6 +195,12 @@ def check_offs_dtype_and_rank(offs: torch.Tensor) -> None:
         raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
 
 
+def check_same_device(t: torch.Tensor, a: torch.Tensor, name: str) -> None:
+    """validate's ValueError for an operand `name` (b, offs) on another device than a."""
+    if t.device != a.device:
+        raise ValueError(f"{name} is on {t.device} but a is on {a.device}: all tensors must be on one device")
+
+
 def ragged_layout(a_ndim: int, b_ndim: int, has_offs: bool) -> Ragged:
     """The layout of operands of these ranks, or validate's ValueError for ranks no layout has, or offsets given to
     a batched (3D x 3D) call or missing from a ragged one."""
@@ -251,8 +257,7 @@ def validate(
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
     out_dtype = check_dtypes(a.dtype, b.dtype, out_dtype)
-    if b.device != a.device:
-        raise ValueError(f"a is on {a.device} but b is on {b.device}: all tensors must be on one device")
+    check_same_device(b, a, "b")
     if a.device.type not in (("cpu", "cuda") if interpreting() else ("cuda",)):
         raise ValueError(
             f"a is on {a.device}: the Triton kernel runs on a CUDA GPU (TRITON_INTERPRET=1 runs it on the CPU)"
@@ -263,8 +268,7 @@ def validate(
         check_offs_dtype_and_rank(offs)
         if offs.shape[0] > 1 and offs.stride(0) != 1:
             raise ValueError(f"offs must be contiguous (stride {offs.stride(0)}); pass offs.contiguous()")
-        if offs.device != a.device:
-            raise ValueError(f"offs is on {offs.device} but a is on {a.device}: all tensors must be on one device")
+        check_same_device(offs, a, "offs")
         _check_memory(offs, "offs")
 
     offs_len = None if offs is None else offs.shape[0]

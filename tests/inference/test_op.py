@@ -168,6 +168,25 @@ def test_the_fake_names_the_fault_validate_names_first(case):
     assert (type(meta.value), str(meta.value)) == (type(eager.value), str(eager.value))
 
 
+@pytest.mark.parametrize("case", ["float64 beside b on meta", "int64 offs on meta", "b on meta beside int64 offs"])
+def test_the_fake_names_a_device_fault_where_validate_does(case):
+    """Operands on two devices (one of them meta) reach the fake implementation; it named the device first where
+    validate() names a bad dtype first, and said "a is on ... but b is on ..." where validate() said it the other way
+    about. Now one check (validate.check_same_device) in validate()'s order serves both."""
+    from autoheur.kernels.validate import validate
+
+    dtype = torch.float64 if case.startswith("float64") else torch.float32
+    offs_dtype = torch.int64 if "int64" in case else torch.int32
+    a = torch.randn(16, 32, dtype=dtype, device=DEVICE)
+    b = torch.randn(2, 32, 8, dtype=dtype, device="meta" if "b on meta" in case else DEVICE)
+    offs = torch.tensor([8, 16], dtype=offs_dtype, device="meta" if "offs on meta" in case else DEVICE)
+    with pytest.raises((TypeError, ValueError)) as eager:
+        validate(a, b, offs)
+    with pytest.raises((TypeError, ValueError)) as fake:
+        torch.ops.autoheur.grouped_mm(a, b, offs, None)
+    assert (type(fake.value), str(fake.value)) == (type(eager.value), str(eager.value))
+
+
 @pytest.mark.parametrize("how", ["make_dual-api", "make_dual-op", "make_dual-requires-grad", "func.jvp-api"])
 def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
     """torch._grouped_mm has no forward-mode derivative and raises NotImplementedError on a dual input. The kernel
