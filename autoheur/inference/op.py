@@ -28,6 +28,7 @@ from autoheur.kernels.tail import zero_past_end
 from autoheur.kernels.validate import (
     ALIGN_BYTES,
     check_dtypes,
+    check_offs_contiguous,
     check_offs_dtype_and_rank,
     check_same_device,
     layout_extents,
@@ -45,16 +46,18 @@ def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = Non
 
 @grouped_mm.register_fake
 def _(a, b, offs=None, out_dtype=None):
-    # The dtypes, devices and shapes as validate() checks them, in its order, so that a mismatched K or group count
-    # fails the trace with its error, not the first run, and a call with two faults fails with the one validate()
-    # names first. Inputs on two devices (one of them meta) dispatch here, not to the kernel: refused, else an
-    # uninitialized tensor would come back as a result. Values are not readable here (fake tensors), shapes are; an
-    # extent the trace cannot know (unbacked) is taken to match, and validate() checks it then.
+    # The dtypes, devices, offsets' stride and shapes as validate() checks them, in its order, so that a mismatched K
+    # or group count fails the trace with its error, not the first run, and a call with two faults fails with the one
+    # validate() names first. Inputs on two devices (one of them meta) dispatch here, not to the kernel: refused, else
+    # an uninitialized tensor would come back as a result. Values are not readable here (fake tensors), shapes and
+    # strides are (Inductor hands a custom op the strides its fake saw: needs_exact_strides); an extent the trace
+    # cannot know (unbacked) is taken to match, and validate() checks it then.
     out_dtype = check_dtypes(a.dtype, b.dtype, out_dtype)
     check_same_device(b, a, "b")
     ragged = ragged_layout(a.dim(), b.dim(), offs is not None)
     if offs is not None:
         check_offs_dtype_and_rank(offs)
+        check_offs_contiguous(offs, known=guard_or_false)
         check_same_device(offs, a, "offs")
     offs_len = None if offs is None else offs.shape[0]
     shape = layout_extents(ragged, a.shape, b.shape, offs_len, differs=_may_differ)[-1]

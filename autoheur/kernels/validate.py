@@ -195,6 +195,15 @@ def check_offs_dtype_and_rank(offs: torch.Tensor) -> None:
         raise ValueError(f"offs must be 1D, got shape {tuple(offs.shape)}")
 
 
+def check_offs_contiguous(offs: torch.Tensor, known=bool) -> None:
+    """validate's ValueError for offsets of more than one entry whose stride is not 1. `known(condition)` reads a
+    condition: the op's fake implementation passes one that answers no where torch.compile cannot know (an unbacked
+    size), leaving that case to this check at run time. The stride is asked first: a contiguous 1D tensor's is the
+    int 1, so a trace of one adds no guard on its length."""
+    if known(offs.stride(0) != 1) and known(offs.shape[0] > 1):
+        raise ValueError(f"offs must be contiguous (stride {offs.stride(0)}); pass offs.contiguous()")
+
+
 def check_same_device(t: torch.Tensor, a: torch.Tensor, name: str) -> None:
     """validate's ValueError for an operand `name` (b, offs) on another device than a."""
     if t.device != a.device:
@@ -266,8 +275,7 @@ def validate(
     if ragged != Ragged.NONE:
         offs = _check_tensor(offs, "offs")
         check_offs_dtype_and_rank(offs)
-        if offs.shape[0] > 1 and offs.stride(0) != 1:
-            raise ValueError(f"offs must be contiguous (stride {offs.stride(0)}); pass offs.contiguous()")
+        check_offs_contiguous(offs)
         check_same_device(offs, a, "offs")
         _check_memory(offs, "offs")
 

@@ -187,6 +187,44 @@ def test_the_fake_names_a_device_fault_where_validate_does(case):
     assert (type(fake.value), str(fake.value)) == (type(eager.value), str(eager.value))
 
 
+def test_the_fake_refuses_strided_offsets_as_validate_does():
+    """validate() refuses offsets that are not contiguous before it asks their device; the fake did not check their
+    stride: strided offsets on meta beside a CPU `a` were named as on another device, and under torch.compile (static
+    or dynamic shapes) strided offsets traced and failed at the first run. Contiguous offsets, and unbacked ones, still
+    trace."""
+    from torch._dynamo.exc import TorchRuntimeError
+
+    from autoheur.kernels.validate import validate
+
+    a, b = torch.randn(16, 32, device=DEVICE), torch.randn(2, 32, 8, device=DEVICE)
+    strided = torch.tensor([8, 0, 16, 0], dtype=torch.int32, device=DEVICE)[::2]
+    on_meta = torch.empty(4, dtype=torch.int32, device="meta")[::2]  # .to("meta") would make it contiguous
+    message = "offs must be contiguous (stride 2); pass offs.contiguous()"
+    for offs in (strided, on_meta):
+        with pytest.raises(ValueError) as eager:
+            validate(a, b, offs)
+        with pytest.raises(ValueError) as fake:
+            torch.ops.autoheur.grouped_mm(a, b, offs, None)
+        assert str(fake.value) == str(eager.value) == message
+    with pytest.raises(ValueError, match=r"^offs must be contiguous \(stride 2\)"):
+        torch.ops.autoheur.grouped_mm(a.to("meta"), b.to("meta"), on_meta, None)
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        fn = torch.compile(lambda a, b, o: torch.ops.autoheur.grouped_mm(a, b, o, None), fullgraph=True,
+                           backend="eager", dynamic=dynamic)  # fmt: skip
+        with pytest.raises(TorchRuntimeError) as traced:  # at the trace, not at the first run (a plain ValueError)
+            fn(a, b, strided)
+        assert "got ValueError('offs must be contiguous (stride " in str(traced.value)
+        offs = strided.contiguous()
+        torch.testing.assert_close(fn(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
+        if dynamic:  # a length the trace cannot know (unbacked): its stride (1) is read, its length never asked
+            torch._dynamo.decorators.mark_unbacked(offs, 0)
+            torch.testing.assert_close(fn(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
+        one = torch.tensor([0, 0, 16, 0], dtype=torch.int32, device=DEVICE)[2:3]  # one entry: any stride is taken
+        torch.testing.assert_close(fn(a, b[:1], one), reference_grouped_mm(a, b[:1], one), atol=1e-4, rtol=1e-4)
+    torch._dynamo.reset()
+
+
 @pytest.mark.parametrize("how", ["make_dual-api", "make_dual-op", "make_dual-requires-grad", "func.jvp-api"])
 def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
     """torch._grouped_mm has no forward-mode derivative and raises NotImplementedError on a dual input. The kernel
