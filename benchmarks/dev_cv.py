@@ -110,8 +110,9 @@ def _variants() -> dict:
         "inductor_experts_2d2d": lambda seed: R(
             random_state=seed, **{**family_params("inductor")["xgb_ranker"], "experts": ("layout_2d2d",)}
         ),
-        # stop 86: the hedge fixed (each expert's inner CV picks 0 or 4 under "auto"; the 62-problem weight-gradient
-        # expert picked 0, where the best fixed config leads its small kernels)
+        # stop 86: the hedge fixed for every expert, not the weight gradient's alone (each expert's inner CV picks 0
+        # or 4 under "auto"; the shipped 62-problem weight-gradient expert picked 0, where the best fixed config leads
+        # its small kernels)
         "inductor_hedge4": lambda seed: R(random_state=seed, **{**family_params("inductor")["xgb_ranker"], "hedge": 4}),
         "inductor_hedge0": lambda seed: R(random_state=seed, **{**family_params("inductor")["xgb_ranker"], "hedge": 0}),
         "inductor_noest": lambda seed: R(
