@@ -205,7 +205,7 @@ def _by_ids(problems: list, path: str, keep: bool, family: str = "triton") -> li
     from autoheur.collect.store import read_problem_ids
 
     ids = read_problem_ids(path)
-    keys = [lambda p: problem_id(p)]
+    keys = [problem_id]
     if family == "inductor":
         from autoheur.inductor.collect import as_benchmarked
 

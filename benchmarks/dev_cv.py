@@ -114,7 +114,6 @@ def _variants() -> dict:
         # or 4 under "auto"; the shipped 62-problem weight-gradient expert picked 0, where the best fixed config leads
         # its small kernels)
         "inductor_hedge4": lambda seed: R(random_state=seed, **{**family_params("inductor")["xgb_ranker"], "hedge": 4}),
-        "inductor_hedge0": lambda seed: R(random_state=seed, **{**family_params("inductor")["xgb_ranker"], "hedge": 0}),
         "inductor_noest": lambda seed: R(
             random_state=seed,
             **{
