@@ -264,6 +264,33 @@ def test_by_kind_groups_the_backward_problems_apart():
     assert t.loc["all", "top1_failed"] == 1 and t.loc["all", "top1_p10"] == pytest.approx(0.15)
 
 
+def test_by_kind_with_aten_is_what_the_filter_hands_inductor(tmp_path):
+    """by_kind --aten: ATen's time (run logs, newest first) beside each list; hand-computed per problem."""
+    by_kind = _load("by_kind")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "20261201T000000-vm-0.jsonl").write_text('{"problem_id": "a", "aten_ms": 9.0}\n{"problem_id": "b"}\n')
+    logs = [{"problem_id": "a", "aten_ms": 1.5}, {"problem_id": "b", "aten_ms": 0.5}]
+    logs.append({"problem_id": "c", "aten_ms": None})
+    (runs / "20261202T000000-vm-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logs))
+    aten = by_kind.aten_times(str(tmp_path))
+    assert aten["a"] == 1.5 and aten["b"] == 0.5 and np.isnan(aten["c"])  # the newer log's time of a
+    d = pd.DataFrame({
+        "model": ["m"] * 3, "problem_id": list("abc"), "problem_name": ["x/p/grad_w"] * 3, "oracle_ms": [1.0] * 3,
+        "eff_best10": [0.5, 0.8, 0.5], "eff_top1": [0.0, 0.8, 0.25], "oracle_in_top10": [False, False, False],
+    })  # fmt: skip
+    out = by_kind.with_aten(d, aten).set_index("problem_id")
+    assert out.loc["a", "eff_best10"] == pytest.approx(1.0 / 1.5)  # best template 1.0; the list's 2.0, ATen 1.5
+    assert out.loc["a", "eff_top1"] == pytest.approx(1.0 / 1.5)  # a failed pick: ATen is left
+    assert out.loc["b", "eff_best10"] == 1.0 and out.loc["b", "oracle_in_top10"]  # ATen beats every template
+    assert out.loc["c", "eff_best10"] == 0.5 and not out.loc["c", "oracle_in_top10"]  # ATen failed: no choice
+    assert out.loc["c", "eff_top1"] == 0.25
+    with pytest.raises(SystemExit, match="no ATen time for 1 problem"):
+        by_kind.with_aten(d.assign(problem_id=list("abz")), aten)
+    with pytest.raises(SystemExit, match="no run log with an ATen time"):
+        by_kind.aten_times(str(tmp_path / "runs"))
+
+
 def test_score_model_scores_the_model_and_its_fixed_list():
     """benchmarks/score_model.py: the model's own order, and its fallback list in list order (other configs last)."""
     from types import SimpleNamespace
