@@ -521,7 +521,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     scorer = model.prepare_scoring() if model is not None else None  # not in predict_ms: once a process
     t0 = time.perf_counter()
     if model is None:
-        top = [(cid, None) for cid in fallback_list()[: args.top]]
+        listed = fallback_list()
+        if spec is not None:  # as the run-time tuner: the list's configs this problem can run on this GPU
+            from autoheur.kernels.config import feasible_configs
+
+            ok = {c.config_id for c in feasible_configs(problem.signature(), spec)}
+            listed = [cid for cid in listed if cid in ok]
+        top = [(cid, None) for cid in listed[: args.top]]
         confidence, outside = None, []
     else:
         top = [(c.config_id, s) for c, s in model.top_k(problem, args.top, device=device)]

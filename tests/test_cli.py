@@ -374,3 +374,29 @@ def test_tune_skips_a_bfloat16_problem_that_never_launches_in_the_interpreter(tm
     shapes.write_text('{"sizes": [0, 0], "n": 32, "k": 32, "name": "empty"}\n{"sizes": [4], "n": 32, "k": 32}\n')
     assert main(["tune", "--shapes", str(shapes), "--top-k", "1"]) == 2
     assert "1 of the 2 problems are bfloat16" in capsys.readouterr().err
+
+
+def test_predict_fallback_lists_only_configs_the_problem_can_run(capsys, monkeypatch):
+    """With no model for the GPU (AUTOHEUR_BORROW_MODEL=0 on an H100 PCIe), predict shows the best fixed list as the
+    run-time tuner uses it: without the configs infeasible for this problem on this GPU (float32: the list's large
+    tiles need more shared memory than a block may have), not the list as stored."""
+    import dataclasses
+
+    import autoheur.device
+    from autoheur.collect.shapes import problem_from_record
+    from autoheur.device import H100_SXM
+    from autoheur.kernels.config import feasible_configs
+    from autoheur.models.artifact import fallback_list
+
+    pcie = dataclasses.replace(H100_SXM, name="NVIDIA H100 PCIe", sm_count=114)
+    monkeypatch.setattr(autoheur.device, "current_device_spec", lambda: pcie)
+    monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "0")
+    shape = {"groups": 4, "total": 100, "n": 128, "k": 256, "dtype": "float32"}
+    ok = {c.config_id for c in feasible_configs(problem_from_record(dict(shape)).signature(), pcie)}
+    stored = fallback_list()
+    assert any(c not in ok for c in stored)  # the case at hand: some of the list cannot run this problem
+    argv = ["predict", "--json", *[a for k, v in shape.items() for a in (f"--{k}", str(v))]]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["model_device"] is None and "best fixed list" in got["source"]
+    assert [t["config"] for t in got["top"]] == [c for c in stored if c in ok]
