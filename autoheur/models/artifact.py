@@ -199,6 +199,9 @@ class TrainedModel:
             raise ValueError(f"{path} is not an autoheur model of format {FORMAT_VERSION}; {RETRAIN}")
         meta = blob.get("meta")
         check_required_meta(meta, path)
+        if not isinstance(blob.get("ranker"), Ranker):  # else a KeyError here, or an AttributeError at the first top_k
+            what = "no ranker" if blob.get("ranker") is None else f"a {type(blob['ranker']).__name__}, not a ranker"
+            raise ValueError(f"{path} holds {what}: not a model `autoheur train` saved; {RETRAIN}")
         problems = []
         space = expected_space_hash(meta.get("family", "triton"))
         if meta.get("space_hash") != space:

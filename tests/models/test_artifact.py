@@ -868,6 +868,22 @@ def test_a_model_whose_metadata_lacks_what_inference_reads_is_refused_on_load(tm
         TrainedModel.load(tmp_path / "m.joblib")
 
 
+@pytest.mark.parametrize(
+    "edit, want",
+    [
+        (lambda blob: blob.pop("ranker"), "holds no ranker"),
+        (lambda blob: blob.update(ranker={}), "holds a dict, not a ranker"),
+    ],
+)
+def test_a_model_file_without_a_ranker_is_refused_on_load(tmp_path, edit, want):
+    """Such a file failed with a KeyError on load (no ranker), or loaded and failed at its first prediction."""
+    blob = joblib.load(artifact.MODELS_DIR / f"{INDUCTOR[1]}.joblib")
+    edit(blob)
+    joblib.dump(blob, tmp_path / "m.joblib")
+    with pytest.raises(ValueError, match=rf"m.joblib {want}.*autoheur train"):
+        TrainedModel.load(tmp_path / "m.joblib")
+
+
 def test_extrapolation_says_above_and_below_the_range():
     from autoheur.problem import Problem
 
