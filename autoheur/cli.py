@@ -500,7 +500,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 f"{args.model} is a model of the {family!r} family (torch.compile's template grid, used "
                 "by autoheur.inductor.enable()); predict ranks autoheur's kernel: give a 'triton' model"
             )
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, ImportError) as exc:  # ImportError: the model's library is not installed
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2
     trained_on = model.meta["device"]["name"] if model is not None else None

@@ -400,3 +400,23 @@ def test_predict_fallback_lists_only_configs_the_problem_can_run(capsys, monkeyp
     got = json.loads(capsys.readouterr().out)
     assert got["model_device"] is None and "best fixed list" in got["source"]
     assert [t["config"] for t in got["top"]] == [c for c in stored if c in ok]
+
+
+def test_predict_with_a_model_whose_library_is_not_installed_says_so_without_a_traceback(tmp_path, capsys, monkeypatch):
+    """TrainedModel.load turns a missing library into an ImportError that names it and how to install it; predict let
+    it out as a traceback (exit 1), where its other refusals of a model are one line and exit code 2."""
+    import sys
+    import types
+
+    import joblib
+
+    lib = types.ModuleType("autoheur_test_absent_lib")
+    ranker = type("Ranker", (), {"__module__": lib.__name__})
+    lib.Ranker = ranker
+    monkeypatch.setitem(sys.modules, lib.__name__, lib)
+    joblib.dump({"format_version": 1, "meta": {}, "ranker": ranker()}, tmp_path / "m.joblib")
+    monkeypatch.delitem(sys.modules, lib.__name__)  # as on a host without that library
+    argv = ["predict", "--groups", "4", "--total", "100", "--n", "128", "--k", "256"]
+    assert main([*argv, "--model", str(tmp_path / "m.joblib")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autoheur predict: ") and "pip install autoheur_test_absent_lib" in err
