@@ -29,6 +29,12 @@ FORMAT_VERSION = 1
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 RETRAIN = "retrain it with this autoheur: autoheur train --data data/<device-slug> (see README)"
 RESTORE = "restore the model and its side-car .json from git (git checkout -- models/), or " + RETRAIN
+# A model of another config space was trained on a dataset of that space, which `autoheur train` refuses (check_space).
+RECOLLECT = (
+    "its training data was timed over that config space too, which training refuses: re-collect it with this autoheur "
+    "(autoheur collect{family} --out {data} --new-dataset), then retrain (autoheur train --data {data}; see README); "
+    "or install the autoheur version that trained it"
+)
 # Metadata every model must carry: inference reads them (the device's fields decide the feasible configs).
 REQUIRED_META = ("device", "space_hash", "features_hash", "feature_names")
 # What tells one trained model from another: a side-car must agree with its model file on these.
@@ -211,7 +217,11 @@ class TrainedModel:
         elif list(meta["feature_names"]) != list(FEATURE_NAMES):  # the hash covers the names: one was edited
             problems.append("feature names that are not those its features hash stands for")
         if problems:
-            raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {RETRAIN}")
+            how = RETRAIN
+            if meta.get("space_hash") != space:  # its dataset is of that space too, and `autoheur train` refuses it
+                family = " --family inductor" if meta.get("family") == "inductor" else ""
+                how = RECOLLECT.format(family=family, data=meta.get("dataset") or "data/<device-slug>")
+            raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {how}")
         stale_kernel_warning(meta, path)
         return cls(blob["ranker"], meta)
 

@@ -134,6 +134,26 @@ def test_mismatched_model_is_refused_with_how_to_retrain(trained, tmp_path, fiel
         TrainedModel.load(bad)
 
 
+def test_model_of_another_config_space_is_refused_saying_to_recollect_its_data(trained, tmp_path):
+    """Its dataset is of that space too, and `autoheur train` refuses such a dataset (check_space): "retrain it"
+    alone sent the user to a second refusal. The message names the dataset to re-collect, then to train on."""
+    from types import SimpleNamespace
+
+    from autoheur.models.data import check_space
+
+    _, path = trained
+    blob = joblib.load(path)
+    blob["meta"]["space_hash"] = "0000000000000000"
+    joblib.dump(blob, tmp_path / "other-space.joblib")
+    data = blob["meta"]["dataset"]
+    with pytest.raises(ValueError, match="config-space hash 0000000000000000") as refused:
+        TrainedModel.load(tmp_path / "other-space.joblib")
+    assert f"autoheur collect --out {data} --new-dataset" in str(refused.value)
+    assert f"autoheur train --data {data}" in str(refused.value)
+    with pytest.raises(ValueError, match="Re-collect it"):  # training on that data, as "retrain it" alone said
+        check_space(SimpleNamespace(family="triton", space_hash="0000000000000000"), data)
+
+
 def test_model_of_another_kernel_source_loads_with_a_warning(trained, tmp_path):
     _, path = trained
     blob = joblib.load(path)
