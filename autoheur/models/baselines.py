@@ -124,7 +124,10 @@ class NearestProblem(Ranker):
         P = train.X[first, :N_PROBLEM].astype(float)
         order = pd.Index(train.frame["problem_id"].to_numpy()[first]).get_indexer(pids)
         P = P[order]
-        self.mean_, self.scale_ = P.mean(axis=0), P.std(axis=0) + 1e-9
+        # A feature no training problem varies (std 0: e.g. the device's fields, for another GPU's problem) is scaled
+        # by 1: it adds the same distance to every neighbour. Scaled by ~0 it swamped the others in float64.
+        std = P.std(axis=0)
+        self.mean_, self.scale_ = P.mean(axis=0), np.where(std > 0, std, 1.0)
         self.P_ = (P - self.mean_) / self.scale_
         self.logE_ = np.log(np.nan_to_num(E, nan=EFF_FLOOR))  # a config the neighbour lacks: as its failures
         self.col_ = {c: i for i, c in enumerate(configs)}

@@ -48,6 +48,20 @@ def test_nearest_uses_the_closest_problem(h100_slice):
     assert one.frame["rel_time"].to_numpy()[np.argmax(s)] == 1.0
 
 
+def test_nearest_reads_a_feature_constant_in_training_as_the_same_for_every_neighbour(h100_slice):
+    """A problem feature that no training problem varies (e.g. the device's `log2_ridge`, another GPU's problem in a
+    cross-device split) adds the same distance to every neighbour: the nearest stays the nearest. Scaled by its
+    std + 1e-9 it added ~1e17 to every distance, and float64 lost the other features' differences under it."""
+    m = NearestProblem().fit(h100_slice)
+    constant = np.flatnonzero(h100_slice.X[:, : m.P_.shape[1]].std(axis=0) == 0)
+    assert len(constant)  # the slice is one device's: its fields, at least, are constant
+    for pid in h100_slice.problems[:8]:
+        one = h100_slice.subset([pid])
+        moved = RankingSet(one.frame, one.X.copy(), one.device)
+        moved.X[:, constant] += 0.5  # the same shift for every training problem: no neighbour is nearer
+        np.testing.assert_array_equal(m.predict(moved), m.predict(one))
+
+
 def _floored_efficiency(rs: RankingSet) -> pd.DataFrame:
     """The problems x configs efficiency table as the baselines built it before the support rule: a config that is
     not a row of a problem filled in as a failure (EFF_FLOOR)."""
