@@ -642,15 +642,27 @@ def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextl
         held.enter_context(one_writer(Path(root)))
     done = store.done_problems()
     todo = [p for p in mine if problem_id(p) not in done]
+    spec = device_spec(0)
+    # A config list (--configs) may hold no config feasible for a problem: it has no rows, and a part of none is
+    # refused by the store, which ended the run at that problem (every rerun too). Left out, and counted.
+    unrunnable = [p for p in todo if opts.config_ids is not None and not feasible_for(p, spec, opts)]
+    if unrunnable:
+        log(
+            f"{len(unrunnable)} problems left out: none of the listed configs is feasible for them (e.g. "
+            f"{unrunnable[0].name or unrunnable[0]})"
+        )
+        todo = [p for p in todo if p not in unrunnable]
     log(
         f"dataset {root}: device {meta.device_name}, {len(done)} problems already there; "
         f"this run: {len(todo)} of {len(mine)} problems in shard {shard_spec[0]}/{shard_spec[1]}"
     )
-    summary = {"root": str(root), "todo": len(todo), "already_done": len(mine) - len(todo), "done": 0, "errors": []}
+    summary = {"root": str(root), "todo": len(todo), "already_done": len(mine) - len(todo) - len(unrunnable), "done": 0,
+               "errors": []}  # fmt: skip
+    if unrunnable:
+        summary["no_feasible_config"] = len(unrunnable)
     if not todo:
         summary.update(pack_summary(store.pack_parts()))  # what a run killed before its end left in parts of their own
         return summary
-    spec = device_spec(0)
     t_c = time.time()
     compiled = precompile_all(todo, spec, opts, log) if opts.family == "triton" else {}
     summary["precompile_s"] = time.time() - t_c
