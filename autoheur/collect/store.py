@@ -127,7 +127,7 @@ class DatasetStore:
         elif _has_content(root):
             raise ValueError(f"{root} is not empty and has no {MANIFEST}: not an autoheur dataset; {hint}")
         else:
-            root.mkdir(parents=True, exist_ok=True)
+            _make_dir(root)
             _atomic_write_bytes(root / MANIFEST, json.dumps({"metadata": meta.to_dict()}, indent=2).encode())
         store = cls(root, meta)
         store._clean_stale_temps()
@@ -758,7 +758,7 @@ def one_writer(root: Path) -> Iterator[None]:
     if root.exists() and not root.is_dir():  # DatasetStore.open says what is wrong with it
         yield
         return
-    root.mkdir(parents=True, exist_ok=True)
+    _make_dir(root)
     lock = _open_lock(root / WRITER_LOCK)
     if lock is None:
         yield
@@ -775,6 +775,17 @@ def one_writer(root: Path) -> Iterator[None]:
         except OSError as exc:  # ENOLCK: NFS without a lock manager; EBADF: an NFS lock on a read-only open
             warnings.warn(f"{root}: no writer lock ({exc}); run one writer into it at a time", stacklevel=3)
         yield
+
+
+def _make_dir(path: Path) -> None:
+    """Make the directory `path` (and its parents), or refuse naming what is in the way: a file of its name (an
+    --out or --into naming a file) or on its way (a path through one), or the error (no permission)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        there = next((p for p in (path, *path.parents) if p.exists()), path)
+        why = exc.strerror if there.is_dir() else f"{there} is a file"
+        raise ValueError(f"cannot make the directory {path} ({why}): give another path") from None
 
 
 def _open_lock(path: Path):

@@ -944,3 +944,26 @@ def test_a_directory_that_cannot_hold_the_lock_file_is_merged_from_and_packed(tm
     monkeypatch.setattr(fcntl, "flock", no_locks)
     with pytest.warns(UserWarning, match="no writer lock .*No locks available"):
         assert merge([tmp_path / "ro"], tmp_path / "copy3")["problems"] == len(PROBLEMS)
+
+
+def test_a_dataset_path_that_is_a_file_or_runs_through_one_is_refused_by_name(tmp_path, capsys):
+    """`collect --out` naming a file, or a path through one, ended in a FileExistsError / NotADirectoryError
+    traceback from mkdir (one_writer let a file pass "for DatasetStore.open to say what is wrong", and it did not);
+    `data merge --into` a path through a file did the same. Each is now a refusal naming the file in the way."""
+    from autoheur.cli import main
+
+    fill(tmp_path / "src", PROBLEMS[:1])
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')
+    afile = tmp_path / "afile"
+    afile.write_text("not a dataset")
+    for out in (afile, afile / "sub"):
+        with pytest.raises(ValueError, match=f"cannot make the directory .*{afile} is a file"):
+            DatasetStore.open(out, make_meta())
+        assert main(["collect", "--shapes", str(shapes), "--out", str(out)]) == 2
+        assert f"{afile} is a file" in capsys.readouterr().err
+    assert main(["data", "merge", str(tmp_path / "src"), "--into", str(afile / "sub")]) == 2
+    assert f"{afile} is a file" in capsys.readouterr().err
+    assert afile.read_text() == "not a dataset" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "afile", "s.jsonl", "src"
+    ]  # fmt: skip
