@@ -6,7 +6,7 @@ Fields (CSV columns or JSON keys):
   sizes    the per-group ragged extents: a JSON list, or in CSV a list separated by spaces, ';' or '|'
     -- or, instead of sizes --
   total    rows (2d3d), columns (3d2d) or reduction length (2d2d) over all groups, and
-  routing  uniform | balanced_jitter | zipf (how `total` splits over the groups), optional `zipf_s`, `seed`
+  routing  uniform | balanced_jitter | zipf (how `total` splits over the groups), optional `seed`, `zipf_s` (zipf only)
   m, n, k  the fixed extents: 2d3d needs n, k; 3d2d m, k; 2d2d m, n; 3d3d m, n, k (per batch). The one a layout
            takes from the sizes (2d3d's m, 3d2d's n, 2d2d's k) may be absent, 0 or the sizes' sum, nothing else
   dtype    bfloat16 (default) | float16 | float32 (also bf16, fp16, fp32)
@@ -198,13 +198,15 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
         raise ValueError(f"layout {layout} needs {', '.join(NEEDS[layout])}; missing {', '.join(missing)}")
     given = {d: _int(rec, d, 0) for d in "mnk" if d not in NEEDS[layout] and rec.get(d) not in (None, "")}
     dims = {d: (_int(rec, d, 1) if d in NEEDS[layout] else 0) for d in "mnk"}
+    drawn = [f for f in ("routing", "zipf_s", "seed") if f in rec]  # what draws the sizes from a total: else unused
     if layout == "3d3d":
-        if "sizes" in rec or "total" in rec:
-            raise ValueError("layout 3d3d is batched: it takes m, n, k and no sizes or total")
+        if "sizes" in rec or "total" in rec or drawn:
+            raise ValueError("layout 3d3d is batched: it takes m, n, k and no sizes, total, routing, zipf_s or seed")
         sizes: tuple[int, ...] = ()
     elif "sizes" in rec:
-        if "total" in rec or "routing" in rec:
-            raise ValueError("give either sizes or total + routing, not both")
+        if "total" in rec or drawn:
+            also = ", ".join(f for f in ("total", *drawn) if f in rec)
+            raise ValueError(f"give either sizes or total + routing, not both (sizes beside {also})")
         sizes = _sizes(rec["sizes"])
         if len(sizes) != groups:
             raise ValueError(f"{len(sizes)} sizes for groups={groups}")
@@ -215,6 +217,8 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
             raise ValueError(f"routing={routing!r}; expected one of {ROUTINGS}")
         zipf_s = None
         if "zipf_s" in rec:
+            if routing != "zipf":  # else unused: a line meant Zipf-skewed was drawn uniform
+                raise ValueError(f"zipf_s shapes the zipf routing only (routing={routing!r}): give routing zipf")
             try:
                 zipf_s = float(rec["zipf_s"])
             except (TypeError, ValueError):

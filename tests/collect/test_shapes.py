@@ -196,6 +196,17 @@ BAD_JSONL = [
     ("zipf_s zero", {"groups": 2, "total": 8, "routing": "zipf", "zipf_s": 0, "n": 64, "k": 64}, "(0, 4]"),
     ("zipf_s not a number", {"groups": 2, "total": 8, "routing": "zipf", "zipf_s": "x", "n": 64, "k": 64}, "zipf_s"),
     ("negative seed", {"groups": 2, "total": 8, "seed": -1, "n": 64, "k": 64}, "seed=-1 must be >= 0"),
+    # fields that draw the sizes where none are drawn, once dropped silently (a line meant Zipf-skewed came out uniform)
+    ("zipf_s, routing left out", {"groups": 2, "total": 8, "zipf_s": 1.5, "n": 64, "k": 64}, "zipf_s shapes the zipf"),
+    (
+        "zipf_s, balanced routing",
+        {"groups": 2, "total": 8, "routing": "balanced_jitter", "zipf_s": 1.5, "n": 64, "k": 64},
+        "zipf_s shapes the zipf routing only (routing='balanced_jitter')",
+    ),
+    ("sizes and seed", {**GOOD, "seed": 3}, "give either sizes or total"),
+    ("sizes and zipf_s", {**GOOD, "zipf_s": 1.5}, "give either sizes or total"),
+    ("3d3d with routing", {"layout": "3d3d", "groups": 2, "routing": "zipf", "m": 8, "n": 8, "k": 8}, "batched"),
+    ("3d3d with seed", {"layout": "3d3d", "groups": 2, "seed": 1, "m": 8, "n": 8, "k": 8}, "no sizes, total,"),
     ("unknown layout", {**GOOD, "layout": "4d4d"}, "layout='4d4d'"),
     ("bad dtype", {**GOOD, "dtype": "int8"}, "dtype='int8'"),
     ("bad major", {**GOOD, "b_major": "x"}, "b_major='x'"),
