@@ -107,6 +107,8 @@ def _run(
             if not train:
                 return fn(x, offs)
             x = x.detach().requires_grad_()
+            if dynamic:  # the tensor the compiled block sees (stop 87: marking only the x it came from compiled the
+                torch._dynamo.mark_dynamic(x, 0)  # step static at the first size, then again at the second)
             out = fn(x, offs)  # its gradient: ones (filled in each call, as a loss's backward would)
             return (out, *torch.autograd.grad(out, (x, block.w1, block.w2), torch.ones_like(out)))
 
