@@ -16,12 +16,20 @@ import torch
 from torch.autograd import forward_ad
 
 from autoheur import env_flag
-from autoheur.inference.aten import ATEN, aten_grouped_mm
+from autoheur.inference.aten import ATEN, aten_allowed, aten_grouped_mm
 from autoheur.inference.tuner import default_tuner
 from autoheur.kernels.config import Ragged
 from autoheur.kernels.grouped_gemm import launch
 from autoheur.kernels.launcher import BoundLaunch
-from autoheur.kernels.validate import ALIGN_BYTES, GemmCall, check_config, check_offsets_values, other_gpu, validate
+from autoheur.kernels.validate import (
+    ALIGN_BYTES,
+    GemmCall,
+    check_config,
+    check_offsets_values,
+    interpreting,
+    other_gpu,
+    validate,
+)
 
 # Read the offsets back to check their values on every call (one small device-to-host copy and a sync; skipped during
 # CUDA graph capture). AUTOHEUR_CHECK_OFFSETS=0 trusts them after the shape, dtype and device checks, as
@@ -137,6 +145,8 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
         hit = tuner.fast.get(sig) if sig is not None else None
     except (TypeError, RuntimeError):  # an unhashable out_dtype, a sparse tensor's data_ptr: `validate` below names it
         sig = hit = None
+    if hit is not None and hit[1] is None and not aten_allowed(a.is_cuda and not interpreting()):
+        hit = None  # torch._grouped_mm won while AUTOHEUR_ATEN allowed it, since turned off: tuned again without it
     if hit is not None:
         fields, bound = hit  # bound: a BoundLaunch, or None where torch._grouped_mm won the tuning
         if bound is None or (check_offsets and offs is not None):

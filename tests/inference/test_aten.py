@@ -80,6 +80,22 @@ def test_an_aten_win_runs_torch_grouped_mm_and_is_cached(monkeypatch):
     assert entry["config"] == "aten" and entry["source"].endswith("+ aten") and entry["candidates"] == 3
 
 
+def test_the_hot_path_runs_no_aten_once_aten_is_turned_off(monkeypatch):
+    """A call torch._grouped_mm won under AUTOHEUR_ATEN=on, repeated with tensors of the same properties after
+    AUTOHEUR_ATEN=off: the hot path's memo, keyed by the tensors' properties alone, ran torch._grouped_mm again, where
+    the tuner's memo and the caches never hand back an "aten" under off. It is tuned again, Triton only."""
+    seen = _tune_with(monkeypatch, "on")
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    grouped_mm(a, b, OFFS)  # ATen wins; the hot path remembers it
+    assert seen == [True]
+    monkeypatch.setenv("AUTOHEUR_ATEN", "off")
+    monkeypatch.setattr(api, "aten_grouped_mm", lambda call: pytest.fail("ran torch._grouped_mm with ATEN=off"))
+    for _ in range(2):  # tuned again on the full path, then its own hot path
+        a2 = torch.randn(28, 24)
+        torch.testing.assert_close(grouped_mm(a2, b, OFFS), torch._grouped_mm(a2, b, OFFS))
+    assert seen == [True, False]
+
+
 def test_with_aten_off_it_is_never_timed_nor_read_back(monkeypatch):
     seen = _tune_with(monkeypatch, "on")
     a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
