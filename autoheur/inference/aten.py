@@ -12,6 +12,9 @@ AUTOHEUR_ATEN:
   on    always a candidate (also on the CPU, where tests use it)
   off   never: Triton configs only
 A call that torch._grouped_mm cannot run (a dtype or layout it does not support) just leaves it out of the timing.
+A call whose operand has overlapping rows or columns (a leading stride below the inner extent: a sliding window),
+which the kernel reads and torch refuses, is tuned as with AUTOHEUR_ATEN=off: its tuning key is the dense operand's,
+whose choice, made with torch._grouped_mm among the candidates, may be "aten".
 """
 
 from __future__ import annotations
@@ -57,8 +60,19 @@ def aten_allowed(gpu: bool) -> bool:
     return setting == "on" or (setting == "auto" and gpu)
 
 
+def _torch_takes_layout(t: torch.Tensor) -> bool:
+    """Whether torch._grouped_mm takes `t`'s last two dims (its check_valid_strides_and_return_transposed, alignment
+    aside): one dim of stride 1 and the other's stride at least that dim's extent, so that no two rows (or columns)
+    overlap. validate takes overlapping ones, and the tuning key does not tell them from dense ones."""
+    rows, cols = t.shape[-2:]
+    s_row, s_col = t.stride()[-2:]
+    return (s_row == 1 and s_col >= max(1, rows)) or (s_col == 1 and s_row >= max(1, cols))
+
+
 def aten_for(call: GemmCall) -> bool:
-    return aten_allowed(call.a.is_cuda and not interpreting())
+    """Whether torch._grouped_mm is a candidate for this call (and its choice read from the cache that may hold
+    "aten")."""
+    return aten_allowed(call.a.is_cuda and not interpreting()) and all(_torch_takes_layout(t) for t in (call.a, call.b))
 
 
 def aten_grouped_mm(call: GemmCall) -> torch.Tensor:

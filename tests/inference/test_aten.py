@@ -96,6 +96,24 @@ def test_the_hot_path_runs_no_aten_once_aten_is_turned_off(monkeypatch):
     assert seen == [True, False]
 
 
+def test_a_call_torch_refuses_is_not_handed_its_keys_aten_win(monkeypatch):
+    """`a` a sliding window (rows overlapping: leading stride 8 < 24 columns): validate takes it and the kernel reads
+    it, torch._grouped_mm refuses it ("Invalid strides/sizes"). Its tuning key is the dense `a`'s, so once ATen had
+    won that key, the call failed inside torch._grouped_mm instead of running a Triton config."""
+    from autoheur.inference.key import tune_key
+    from autoheur.kernels.reference import reference_grouped_mm
+
+    _tune_with(monkeypatch, "on")
+    a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
+    grouped_mm(a, b, OFFS)  # ATen wins the key
+    window = torch.randn(8 * 27 + 24).as_strided((28, 24), (8, 1))
+    assert tune_key(validate(window, b, OFFS)) == tune_key(validate(a, b, OFFS))
+    with pytest.raises(RuntimeError, match="strides"):
+        torch._grouped_mm(window, b, OFFS)
+    for _ in range(2):  # the full path, then the hot path
+        torch.testing.assert_close(grouped_mm(window, b, OFFS), reference_grouped_mm(window, b, OFFS))
+
+
 def test_with_aten_off_it_is_never_timed_nor_read_back(monkeypatch):
     seen = _tune_with(monkeypatch, "on")
     a, b = torch.randn(28, 24), torch.randn(3, 24, 40)
