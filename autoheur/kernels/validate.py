@@ -15,7 +15,7 @@ from functools import cache
 import torch
 
 from autoheur.device import H100_SXM, DeviceSpec
-from autoheur.kernels.config import KernelConfig, Ragged, Signature, infeasible_reason
+from autoheur.kernels.config import BLOCK_K, BLOCK_M, BLOCK_N, KernelConfig, Ragged, Signature, infeasible_reason
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ALIGN_BYTES = 16  # torch._grouped_mm's stride rule, and what TMA descriptors need
@@ -119,6 +119,27 @@ def _check_memory(t: torch.Tensor, name: str) -> None:
             f"pass {name}.clone()) or a functionalized one (torch.func.functionalize; call the custom op, "
             "torch.ops.autoheur.grouped_mm)"
         )
+
+
+# The kernel adds a tile's lane offsets (a lane index below the block extent times a row, column or k stride, and a
+# k step of BLOCK_K times a k stride) in 32 bits wherever Triton passes the stride as a 32-bit int (below 2**31):
+# only its tile and group bases are 64-bit. A stride whose products reach 2**31 wraps them to a negative offset.
+MAX_LANES = max(BLOCK_M + BLOCK_N + BLOCK_K)
+INT32_LIMIT = 2**31
+
+
+def _check_lane_offsets(name: str, shape, strides, fix: str) -> None:
+    """ValueError where a stride of a dim of 2+ elements is below 2**31 (a 32-bit kernel argument) but `min(extent - 1,
+    MAX_LANES)` times it is not: the kernel's 32-bit lane offsets would wrap to wrong addresses (the interpreter
+    segfaults). Lane index x stride <= (extent - 1) x stride, and a k step is taken only where BLOCK_K < extent. Every
+    config is refused alike, though one of smaller blocks could run the call: feasibility is the space's (SPACE_HASH),
+    which knows no strides."""
+    for dim, (extent, stride) in enumerate(zip(shape, strides, strict=True)):
+        if extent > 1 and stride < INT32_LIMIT <= min(extent - 1, MAX_LANES) * stride:
+            raise ValueError(
+                f"{name} has stride {stride} along a dim of {extent} (dim {dim} of its last two): the kernel computes "
+                f"a tile's offsets in 32 bits, which {min(extent - 1, MAX_LANES)} such steps overflow (2**31); {fix}"
+            )
 
 
 def other_gpu(t) -> int | None:
@@ -293,6 +314,12 @@ def validate(
         c_strides = (out_shape[1] * out_shape[2], out_shape[2], 1)
     else:
         c_strides = (0, out_shape[1], 1)
+    if math.prod(out_shape) > 0 and (k > 0 or ragged == Ragged.K):  # a launch: see _check_lane_offsets
+        other = "pass a copy in the other major if its leading stride is smaller, or split the call"
+        _check_lane_offsets("a", a.shape[-2:], a_strides[1:], other)
+        _check_lane_offsets("b", b.shape[-2:], b_strides[1:], other)
+        _check_lane_offsets("the output", out_shape[-2:], c_strides[1:],
+                            "split the call along its ragged dimension")  # fmt: skip
     # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be
     # an operand's contiguous one.
     # An operand broadcast along its rows or columns (a stride of 0, as `expand` makes) goes by pointers: a TMA

@@ -461,6 +461,19 @@ def test_bad_input_raises_before_launch(build, exc, match, device):
         call(**kwargs)
 
 
+def test_strides_whose_lane_offsets_overflow_32_bits_are_refused(device):
+    """3Dx2D over 2**24 ragged columns: the output's rows are 2**24 elements apart, and the kernel adds lane x row
+    stride in 32 bits (the stride is a 32-bit kernel argument), so rows 128 and on of a 256-row tile wrapped to
+    negative offsets (a column-major `a` of 2**24 rows with BLOCK_K 128 segfaulted the interpreter the same way).
+    Refused before launch, by name; 128 rows (lanes up to 127: 127 x 2**24 < 2**31) still pass."""
+    n = 2**24
+    b = torch.empty(n, 16, dtype=F16, device=device).t()  # [16, n] column-major: its own strides are small
+    offs = offsets([n], device)
+    assert validate(torch.randn(1, 128, 16, device=device).half(), b, offs).c_strides == (0, n, 1)
+    with pytest.raises(ValueError, match=r"^the output has stride 16777216 along a dim of 129 .* split the call"):
+        call(torch.randn(1, 129, 16, device=device).half(), b, offs)
+
+
 def test_values_checked_before_launch_with_offsets_check_disabled(device):
     """check_offsets=False skips only the value checks: dtype and shape of offs are still enforced."""
     kw = _with(Ragged.M, device, offs=offsets([5, 24, 20, 32], device))
