@@ -290,8 +290,9 @@ class Tuner:
     def _lookup(self, tkey: TuneKey, call: GemmCall, aten: bool) -> Choice | None:
         """A choice tuned earlier (this process or, through the disk cache, another one); None for a miss, for a
         choice made in a weaker mode than the current one (an untimed AUTOHEUR_TUNE=off pick is no answer to
-        `predicted`, nor a predicted top-k to `exhaustive`; MODE_RANK), and for a cached config that cannot run this
-        call (check_config would refuse it); each is then tuned again and overwritten rather than kept for good."""
+        `predicted`, nor a predicted top-k to `exhaustive`: MODE_RANK; nor the best of a shorter predicted list to a
+        longer one: AUTOHEUR_TOP_K), and for a cached config that cannot run this call (check_config would refuse
+        it); each is then tuned again and overwritten rather than kept for good."""
         hit = self.cache(call.device.name, aten).get(tkey.to_str())
         if hit is None:
             return None
@@ -299,6 +300,11 @@ class Tuner:
         if MODE_RANK.get(hit.get("mode"), MODE_RANK["predicted"]) < MODE_RANK[mode]:
             log.info("autoheur: cached choice for %s was made with AUTOHEUR_TUNE=%s: tuning again (%s)",
                      tkey.to_str(), hit.get("mode"), mode)  # fmt: skip
+            return None
+        listed = hit.get("top_k") if mode == "predicted" and hit.get("mode") == "predicted" else None
+        if listed is not None and listed < top_k_setting():  # (AUTOHEUR_TOP_K=1: an untimed pick; absent: kept)
+            log.info("autoheur: cached choice for %s was the best of a top %d: tuning again (top %d)",
+                     tkey.to_str(), listed, top_k_setting())  # fmt: skip
             return None
         ranked_by = hit.get("model")  # absent in entries of earlier versions: kept
         if ranked_by is not None and ranked_by != self.model_identity(call.device):  # (an exhaustive choice: none)
@@ -334,8 +340,9 @@ class Tuner:
         wall = time.perf_counter() - t0
         source += " + aten" if aten else ""
         ranked_by = {} if mode == "exhaustive" else {"model": self.ranker_identity(call.device)}
+        listed = {"top_k": k} if mode == "predicted" else {}
         cache.put(key, {"config": winner.config_id, "ms": ms, "mode": mode, "source": source,
-                        "candidates": len(cands) + aten, "tune_s": round(wall, 3), **ranked_by})  # fmt: skip
+                        "candidates": len(cands) + aten, "tune_s": round(wall, 3), **ranked_by, **listed})  # fmt: skip
         log.info(
             "autoheur: tuned %s: %s from %d candidates (%s) in %.2f s%s",
             key, winner.config_id, len(cands) + aten, source, wall, "" if ms is None else f", {ms:.4f} ms",

@@ -221,6 +221,29 @@ def test_a_cached_choice_answers_only_its_own_mode_and_weaker_ones(monkeypatch):
     assert len(timed) == 2
 
 
+def test_a_cached_pick_of_a_shorter_top_k_is_tuned_again_for_a_longer_one(monkeypatch):
+    """AUTOHEUR_TOP_K=1 caches an untimed pick as `predicted`: a later process asking for the top 10 tuned nothing
+    and kept it for good. The entry now records its k; a longer list tunes again, a shorter or equal one is answered;
+    an entry of an earlier version (no k recorded) is kept."""
+    timed = _fake_tuning(monkeypatch)
+    call = validate(torch.randn(28, 24), torch.randn(3, 24, 40), OFFS)
+    key = tune_key(call).to_str()
+    monkeypatch.setenv("AUTOHEUR_TUNE", "predicted")
+
+    def run(k):
+        monkeypatch.setenv("AUTOHEUR_TOP_K", str(k))
+        tuner_mod.Tuner().config_for(call)  # a fresh process: the disk cache only
+        return tuner_mod.Tuner().cache(call.device.name).get(key)
+
+    assert run(1)["top_k"] == 1 and timed == []  # one candidate: picked untimed
+    assert run(10)["top_k"] == 10 and timed == [10]
+    assert run(4)["top_k"] == 10 and run(10)["top_k"] == 10 and timed == [10]  # answered from the cache
+    cache = tuner_mod.Tuner().cache(call.device.name)
+    entry = {k: v for k, v in cache.get(key).items() if k != "top_k"}
+    cache.path.write_text(json.dumps({key: {**entry, "ms": None}}))
+    assert "top_k" not in run(20) and timed == [10]  # an earlier version's entry: kept
+
+
 def test_a_cached_choice_of_another_model_is_tuned_again(tmp_path, monkeypatch, caplog):
     """A GPU's first shapes tuned without a model of its own (the fixed list, or a borrowed model) kept those picks
     for good once its own model was trained: the disk cache answered them and the new model never ranked them. A
