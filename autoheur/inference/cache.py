@@ -78,6 +78,8 @@ class TuneCache:
                 return None
             for v in data.values():
                 choice_from_id(v["config"])  # every entry must name a valid config (or "aten")
+                if not _fields_ok(v):  # what the lookup compares: a hand-edited list or string there raised in it
+                    return None
         except FileNotFoundError:
             return {}
         except (ValueError, KeyError, TypeError, AttributeError):  # UnicodeDecodeError is a ValueError
@@ -159,3 +161,13 @@ class TuneCache:
                 with contextlib.suppress(OSError):
                     tmp.unlink(missing_ok=True)
                 self._unusable(exc)
+
+
+def _fields_ok(entry: dict) -> bool:
+    """The types of the fields a lookup reads beside the config (tuner._lookup): the mode and model as text, the top
+    k as a whole number; each may be absent (entries of earlier versions)."""
+    return (
+        isinstance(entry.get("mode", ""), str)
+        and isinstance(entry.get("model", ""), str)
+        and type(entry.get("top_k", 1)) is int
+    )

@@ -167,7 +167,17 @@ def test_a_failed_write_leaves_the_earlier_file_whole(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "content", [{"k": CFG}, {"k": None}, {"k": ["x"]}, [1, 2]], ids=["str", "null", "list", "array"]
+    "content",
+    [
+        {"k": CFG},
+        {"k": None},
+        {"k": ["x"]},
+        [1, 2],
+        {"k": {"config": CFG, "mode": ["predicted"]}},
+        {"k": {"config": CFG, "top_k": "10"}},
+        {"k": {"config": CFG, "model": 3}},
+    ],
+    ids=["str", "null", "list", "array", "mode-list", "top_k-text", "model-number"],
 )
 def test_a_file_of_the_wrong_shape_is_set_aside(tmp_path, content):
     """Valid JSON of the wrong shape is as corrupt as broken JSON: set aside, never a crash, and the cache works on."""
