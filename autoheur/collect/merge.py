@@ -130,11 +130,11 @@ def _merge_into(stores: list[DatasetStore], out: DatasetStore, finished: Sequenc
                 retimes[kind] += 1
         n, r = _copy_run_logs(s.root, out.root)
         logs, renamed = logs + n, renamed + r
-    if copied:
-        out.pack_parts()
+    # Packed whether or not this run copied: a merge killed before its pack left its copies in files of their own,
+    # which its rerun (copying nothing) packs here. A destination with none is left as it is.
+    out.pack_parts()
     for kind in RETIME_KINDS:
-        if retimes[kind]:
-            out.pack(kind)
+        out.pack(kind)
     return {
         "dest": str(dest),
         "copied": copied,

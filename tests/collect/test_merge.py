@@ -116,6 +116,20 @@ def test_merge_reads_a_packed_source(tmp_path):
     assert info(tmp_path / "a")["problems"] == 3
 
 
+def test_the_rerun_of_a_merge_killed_before_its_pack_packs_the_copies(tmp_path, monkeypatch):
+    """Into an existing destination (a new one is built aside and appears whole, or not at all)."""
+    merge([fill(tmp_path / "b", PROBLEMS[:1]).root], tmp_path / "m")
+    fill(tmp_path / "a")
+    monkeypatch.setattr(DatasetStore, "pack_parts", lambda self: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):  # killed after the copies, before the pack
+        merge([tmp_path / "a"], tmp_path / "m")
+    monkeypatch.undo()
+    assert len(list((tmp_path / "m").glob("part-[0-9a-f]*.parquet"))) == 2  # the copies, each in its own file
+    assert merge([tmp_path / "a"], tmp_path / "m")["copied"] == 0  # nothing to copy again: its rerun
+    assert not list((tmp_path / "m").glob("part-[0-9a-f]*.parquet"))  # and packed
+    assert len(DatasetStore.load(tmp_path / "m").read()) == 9
+
+
 def test_merge_keeps_both_run_logs_of_one_name(tmp_path):
     """Run logs are named by start second, host and rank: two calls can write logs of one name. Both are kept (the
     second under a numbered name) and counted; a log dest already holds is not copied again."""
