@@ -628,6 +628,18 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _seed(text: str) -> int:
+    """argparse type: a seed of 32 bits. The workloads derive their draws' seeds from it (a problem's: seed x 100003 +
+    its index), which a seed of 64 bits overflows (torch's manual_seed: "Overflow when unpacking long long")."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= n < 2**32:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**32 - 1, got {n}")
+    return n
+
+
 def _device_spec(arg: str | None):
     """The properties of the GPU `predict` is asked about, where known: a preset's, or this host's own GPU's (by
     default, or when named); None for another GPU named (no model is borrowed for it: its architecture is unknown)."""
@@ -643,7 +655,7 @@ def _pass_options(d: argparse.ArgumentParser) -> None:
     """The options `data retime`, `refine` and `polish` share: when to stop, compile workers, the inputs' seed."""
     d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
-    d.add_argument("--seed", type=int, default=0, help="the inputs' seed: the one the dataset was collected with")
+    d.add_argument("--seed", type=_seed, default=0, help="the inputs' seed: the one the dataset was collected with")
     d.add_argument("--gpus", default="1", help="GPUs on this host, one worker each over disjoint problems, or 'all'")
 
 
@@ -685,7 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "workloads)")  # fmt: skip
     src.add_argument("--dtypes", default="bfloat16", action=_Given,
                      help="comma-separated: bfloat16,float16,float32 (as --layouts)")  # fmt: skip
-    src.add_argument("--seed", type=int, default=0, help="the workload, the inputs and any config sample")
+    src.add_argument("--seed", type=_seed, default=0, help="the workload, the inputs and any config sample")
     src.add_argument("--shapes", help="collect exactly the problems of this .jsonl or .csv file instead")
     src.add_argument("--dry-run", action="store_true", help="list the problems and their roofline times, collect none")
     src.add_argument("--skip", metavar="PATH",
@@ -853,7 +865,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="run-time tuning (predicted top-k) over a problem list, vs exhaustive")
     p.add_argument("--workload", default="public", choices=WORKLOAD_CHOICES, action=_Given)
     p.add_argument("--count", type=int, default=18, action=_Given)
-    p.add_argument("--seed", type=int, default=0, help="the workload's draw", action=_Given)
+    p.add_argument("--seed", type=_seed, default=0, help="the workload's draw", action=_Given)
     p.add_argument("--shapes", help="a .jsonl or .csv problem file (see autoheur collect --shapes)")
     p.add_argument("--top-k", type=_positive_int, default=10, help="predicted configs timed per problem (default 10)")
     p.add_argument("--compare-exhaustive", action="store_true", help="also time every feasible config")

@@ -244,6 +244,18 @@ def test_workload_options_beside_shapes_are_refused(tmp_path, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) >= 2
 
 
+def test_a_seed_the_workloads_would_overflow_is_refused_by_name(capsys):
+    """A 64-bit --seed passed argparse and failed in the workload's draws as "Overflow when unpacking long long",
+    naming no option."""
+    big = str(2**64 - 1)
+    for argv in (["collect", "--dry-run", "--workload", "models", "--seed", big], ["tune", "--seed", "-1"],
+                 ["data", "retime", "somewhere", "--seed", big]):  # fmt: skip
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2 and "--seed: expected an integer from 0 to 2**32 - 1" in capsys.readouterr().err
+    assert main(["collect", "--dry-run", "--workload", "models", "--count", "1", "--seed", str(2**32 - 1)]) == 0
+
+
 def test_predict_refuses_a_bad_knob_its_path_would_not_read(monkeypatch, capsys):
     """AUTOHEUR_BORROW_MODEL=maybe passed `predict` on a GPU with a model of its own (no borrowing read it)."""
     monkeypatch.setenv("AUTOHEUR_BORROW_MODEL", "maybe")
