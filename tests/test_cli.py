@@ -129,6 +129,16 @@ def test_predict_takes_a_public_problem_whole(capsys):
     assert json.loads(capsys.readouterr().out)["shape"]["dtype"] == "bfloat16"
 
 
+def test_predict_refuses_an_empty_size_instead_of_dropping_it(capsys):
+    """--sizes 1,2,,3 read as three groups (the empty entry dropped) where a group was meant; a trailing comma too."""
+    args = ["predict", "--n", "256", "--k", "512", "--json", "--top", "1"]
+    for sizes in ("16,32,,48", "16,32,"):
+        assert main([*args, "--sizes", sizes]) == 2
+        assert "has an empty entry: one size per group" in capsys.readouterr().err
+    assert main([*args, "--sizes", "16, 32,48"]) == 0
+    assert json.loads(capsys.readouterr().out)["shape"]["sizes"] == [16, 32, 48]
+
+
 def test_predict_gives_a_weight_gradient_the_backwards_majors_and_shows_them(capsys):
     """--layout 2d2d defaults to the weight gradient's operand majors (A m-major, B n-major: what the backward runs
     and the models trained on), not k/k (never trained on); the JSON carries the whole shape, the text the majors."""
