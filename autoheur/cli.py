@@ -642,6 +642,20 @@ def _seed(text: str) -> int:
     return n
 
 
+def _inputs_seed(text: str) -> int:
+    """argparse type: a data pass's --seed, the seed its dataset's inputs were drawn with. A pass draws no workload
+    from it, so any seed a collection could take is taken (CollectOptions' range, torch's manual_seed's: -2**63 to
+    2**64 - 1): a dataset collected through the Python API, or by a `collect` before its --seed was limited to 32
+    bits (`_seed`), may hold one past 32 bits."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not -(2**63) <= n < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer from -2**63 to 2**64 - 1, got {n}")
+    return n
+
+
 def _device_spec(arg: str | None):
     """The properties of the GPU `predict` is asked about, where known: a preset's, or this host's own GPU's (by
     default, or when named); None for another GPU named (no model is borrowed for it: its architecture is unknown)."""
@@ -657,7 +671,9 @@ def _pass_options(d: argparse.ArgumentParser) -> None:
     """The options `data retime`, `refine` and `polish` share: when to stop, compile workers, the inputs' seed."""
     d.add_argument("--time-limit", type=float, help="seconds after which no new problem is started")
     d.add_argument("--workers", type=int, help="precompile processes (default: all cores)")
-    d.add_argument("--seed", type=_seed, default=0, help="the inputs' seed: the one the dataset was collected with")
+    d.add_argument(
+        "--seed", type=_inputs_seed, default=0, help="the inputs' seed: the one the dataset was collected with"
+    )
     d.add_argument("--gpus", default="1", help="GPUs on this host, one worker each over disjoint problems, or 'all'")
 
 

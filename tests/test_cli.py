@@ -258,12 +258,26 @@ def test_a_seed_the_workloads_would_overflow_is_refused_by_name(capsys):
     """A 64-bit --seed passed argparse and failed in the workload's draws as "Overflow when unpacking long long",
     naming no option."""
     big = str(2**64 - 1)
-    for argv in (["collect", "--dry-run", "--workload", "models", "--seed", big], ["tune", "--seed", "-1"],
-                 ["data", "retime", "somewhere", "--seed", big]):  # fmt: skip
+    for argv in (["collect", "--dry-run", "--workload", "models", "--seed", big], ["tune", "--seed", "-1"]):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         assert exited.value.code == 2 and "--seed: expected an integer from 0 to 2**32 - 1" in capsys.readouterr().err
     assert main(["collect", "--dry-run", "--workload", "models", "--count", "1", "--seed", str(2**32 - 1)]) == 0
+
+
+@pytest.mark.parametrize("kind", ["retime", "refine", "polish"])
+def test_a_data_pass_takes_any_seed_its_dataset_may_have_been_collected_with(kind, capsys):
+    """A pass's --seed is the collection's inputs' seed, not a workload's: it draws nothing that 32 bits bound. A
+    dataset collected through the Python API (CollectOptions takes torch's 64-bit range) or by a `collect` of before
+    its 32-bit limit may hold such a seed, which its passes must be given; past 64 bits is refused by name."""
+    from autoheur.cli import build_parser
+
+    parser = build_parser()
+    for seed in (2**40, 2**64 - 1, -1):
+        assert parser.parse_args(["data", kind, "somewhere", "--seed", str(seed)]).seed == seed
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["data", kind, "somewhere", "--seed", str(2**64)])
+    assert exited.value.code == 2 and "--seed: expected an integer from -2**63 to 2**64 - 1" in capsys.readouterr().err
 
 
 def test_predict_refuses_a_bad_knob_its_path_would_not_read(monkeypatch, capsys):
