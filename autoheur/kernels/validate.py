@@ -124,21 +124,29 @@ def _check_memory(t: torch.Tensor, name: str) -> None:
 # The kernel adds a tile's lane offsets (a lane index below the block extent times a row, column or k stride, and a
 # k step of BLOCK_K times a k stride) in 32 bits wherever Triton passes the stride as a 32-bit int (below 2**31):
 # only its tile and group bases are 64-bit. A stride whose products reach 2**31 wraps them to a negative offset.
-MAX_LANES = max(BLOCK_M + BLOCK_N + BLOCK_K)
+MAX_LANE = max(BLOCK_M + BLOCK_N + BLOCK_K) - 1  # the largest lane index of a tile
+MAX_K_STEP = max(BLOCK_K)
 INT32_LIMIT = 2**31
 
 
-def _check_lane_offsets(name: str, shape, strides, fix: str) -> None:
-    """ValueError where a stride of a dim of 2+ elements is below 2**31 (a 32-bit kernel argument) but `min(extent - 1,
-    MAX_LANES)` times it is not: the kernel's 32-bit lane offsets would wrap to wrong addresses (the interpreter
-    segfaults). Lane index x stride <= (extent - 1) x stride, and a k step is taken only where BLOCK_K < extent. Every
-    config is refused alike, though one of smaller blocks could run the call: feasibility is the space's (SPACE_HASH),
-    which knows no strides."""
+def _lane_steps(extent: int, along_k: bool) -> int:
+    """The most strides of a dim of `extent` elements the kernel multiplies in 32 bits: a lane index, at most MAX_LANE
+    and, unmasked, extent - 1; along K also the k step BLOCK_K (at most MAX_K_STEP), taken only where BLOCK_K <
+    extent."""
+    return min(extent - 1, MAX_K_STEP if along_k else MAX_LANE)
+
+
+def _check_lane_offsets(name: str, shape, strides, fix: str, k_dim: int | None = None) -> None:
+    """ValueError where a stride of a dim of 2+ elements is below 2**31 (a 32-bit kernel argument) but `_lane_steps`
+    times it is not: the kernel's 32-bit lane offsets would wrap to wrong addresses (the interpreter segfaults).
+    `k_dim`: which of the two dims is K (None for the output). Every config is refused alike, though one of smaller
+    blocks could run the call: feasibility is the space's (SPACE_HASH), which knows no strides."""
     for dim, (extent, stride) in enumerate(zip(shape, strides, strict=True)):
-        if extent > 1 and stride < INT32_LIMIT <= min(extent - 1, MAX_LANES) * stride:
+        steps = _lane_steps(extent, dim == k_dim)
+        if extent > 1 and stride < INT32_LIMIT <= steps * stride:
             raise ValueError(
                 f"{name} has stride {stride} along a dim of {extent} (dim {dim} of its last two): the kernel computes "
-                f"a tile's offsets in 32 bits, which {min(extent - 1, MAX_LANES)} such steps overflow (2**31); {fix}"
+                f"a tile's offsets in 32 bits, which {steps} such steps overflow (2**31); {fix}"
             )
 
 
@@ -316,8 +324,8 @@ def validate(
         c_strides = (0, out_shape[1], 1)
     if math.prod(out_shape) > 0 and (k > 0 or ragged == Ragged.K):  # a launch: see _check_lane_offsets
         other = "pass a copy in the other major if its leading stride is smaller, or split the call"
-        _check_lane_offsets("a", a.shape[-2:], a_strides[1:], other)
-        _check_lane_offsets("b", b.shape[-2:], b_strides[1:], other)
+        _check_lane_offsets("a", a.shape[-2:], a_strides[1:], other, k_dim=1)  # a: [.., M, K] in every layout
+        _check_lane_offsets("b", b.shape[-2:], b_strides[1:], other, k_dim=0)  # b: [.., K, N]
         _check_lane_offsets("the output", out_shape[-2:], c_strides[1:],
                             "split the call along its ragged dimension")  # fmt: skip
     # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be

@@ -474,6 +474,27 @@ def test_strides_whose_lane_offsets_overflow_32_bits_are_refused(device):
         call(torch.randn(1, 129, 16, device=device).half(), b, offs)
 
 
+def test_a_lane_index_is_at_most_255_and_only_a_k_step_is_256(device):
+    """A tile's lane indices end at 255 (the largest block is 256): a stride of 2**23 along a dim that is not K (here
+    the output's rows, 3Dx2D over 2**23 ragged columns) reaches 255 x 2**23 < 2**31 and runs right, where the rule
+    refused it as 256 x 2**23. Along K the k step BLOCK_K = 256 is also formed in 32 bits: 256 x 2**23 is refused
+    there (shapes and strides alone: an operand of such strides holds over 2**31 elements)."""
+    from autoheur.kernels.validate import _check_lane_offsets
+
+    n = 2**23
+    b = torch.empty(n, 16, dtype=F16, device=device).t()  # [16, n] column-major
+    assert validate(torch.randn(1, 300, 16, device=device).half(), b, offsets([n], device)).c_strides == (0, n, 1)
+    for name, k_dim in (("a", 1), ("b", 0)):
+        shape, strides = [300, 300], [1, 1]
+        shape[k_dim], strides[k_dim] = 257, n  # K of 257: a k step of 256 is taken
+        with pytest.raises(ValueError, match=rf"^{name} has stride 8388608 along a dim of 257 .* 256 such steps"):
+            _check_lane_offsets(name, shape, strides, "", k_dim=k_dim)
+        shape[k_dim] = 256  # one k block of 256 (no step): lanes up to 255
+        _check_lane_offsets(name, shape, strides, "", k_dim=k_dim)
+        strides[k_dim], strides[1 - k_dim] = 1, n  # 2**23 apart along its dim of 300 that is not K
+        _check_lane_offsets(name, shape, strides, "", k_dim=k_dim)
+
+
 def test_values_checked_before_launch_with_offsets_check_disabled(device):
     """check_offsets=False skips only the value checks: dtype and shape of offs are still enforced."""
     kw = _with(Ragged.M, device, offs=offsets([5, 24, 20, 32], device))
