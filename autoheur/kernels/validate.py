@@ -326,8 +326,9 @@ def validate(
         other = "pass a copy in the other major if its leading stride is smaller, or split the call"
         _check_lane_offsets("a", a.shape[-2:], a_strides[1:], other, k_dim=1)  # a: [.., M, K] in every layout
         _check_lane_offsets("b", b.shape[-2:], b_strides[1:], other, k_dim=0)  # b: [.., K, N]
+        # its row stride is its column count, N in every layout (the ragged one in 3d2d alone): fewer columns help
         _check_lane_offsets("the output", out_shape[-2:], c_strides[1:],
-                            "split the call along its ragged dimension")  # fmt: skip
+                            "split the call along N (the output's columns), one call per slice")  # fmt: skip
     # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be
     # an operand's contiguous one.
     # An operand broadcast along its rows or columns (a stride of 0, as `expand` makes) goes by pointers: a TMA

@@ -474,6 +474,17 @@ def test_strides_whose_lane_offsets_overflow_32_bits_are_refused(device):
         call(torch.randn(1, 129, 16, device=device).half(), b, offs)
 
 
+def test_an_output_whose_rows_overflow_is_told_to_split_along_n_not_its_ragged_dim(device):
+    """The output's row stride is its column count N in every layout. A weight gradient (2Dx2D, ragged K) of 2**24
+    columns was told to split the call along its ragged dimension, K, which leaves that stride as it is."""
+    n = 2**24
+    b = torch.empty(16, n, dtype=F16, device=device)  # [K_total, N] row-major
+    a = torch.randn(16, 136, device=device).half()[:, :129].t()  # [M, K_total] column-major (x.t()), stride 136
+    with pytest.raises(ValueError, match=r"^the output has stride 16777216 along a dim of 129 .* split the call "
+                                         r"along N \(the output's columns\)"):  # fmt: skip
+        call(a, b, offsets([16], device))
+
+
 def test_a_lane_index_is_at_most_255_and_only_a_k_step_is_256(device):
     """A tile's lane indices end at 255 (the largest block is 256): a stride of 2**23 along a dim that is not K (here
     the output's rows, 3Dx2D over 2**23 ragged columns) reaches 255 x 2**23 < 2**31 and runs right, where the rule
