@@ -474,10 +474,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
         else:
             if rec.get("layout") == "2d2d":  # the weight gradient's majors (x.t() column-major, dy row-major)
                 rec = {"a_major": "m", "b_major": "n", **rec}
-            if isinstance(rec.get("sizes"), str):
-                if "," in rec["sizes"] and any(not s.strip() for s in rec["sizes"].strip().split(",")):
-                    raise ValueError(f"--sizes {rec['sizes']!r} has an empty entry: one size per group, e.g. 3,0,5")
-                rec["sizes"] = rec["sizes"].replace(",", " ")
             problem = problem_from_record(rec, default_name="command line")
     except (ValueError, TypeError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)

@@ -3,7 +3,7 @@
 Fields (CSV columns or JSON keys):
   layout   2d3d (default) | 3d2d | 2d2d | 3d3d
   groups   number of groups (experts), >= 1; with sizes given, their count by default
-  sizes    the per-group ragged extents: a JSON list, or in CSV a list separated by spaces, ';' or '|'
+  sizes    the per-group ragged extents: a JSON list, or in CSV a list separated by spaces, ';', '|' or (quoted) ','
     -- or, instead of sizes --
   total    rows (2d3d), columns (3d2d) or reduction length (2d2d) over all groups, and
   routing  uniform | balanced_jitter | zipf (how `total` splits over the groups), optional `seed`, `zipf_s` (zipf only)
@@ -162,8 +162,11 @@ def _int(rec: dict, key: str, low: int = 0, high: int = MAX_EXTENT) -> int:
 
 
 def _sizes(v) -> tuple[int, ...]:
-    if isinstance(v, str):
-        v = [s for s in re.split(r"[\s;|]+", v.strip().strip("[]")) if s]
+    if isinstance(v, str):  # separated by spaces, ',', ';' or '|': an empty entry between two separators is refused
+        text = v.strip().strip("[]").strip()
+        v = re.split(r"\s*[,;|]\s*|\s+", text) if text else []
+        if "" in v:  # else dropped: "16;;32" read as two groups where three were meant
+            raise ValueError(f"sizes={text!r} has an empty entry: one size per group, e.g. 3,0,5")
     if not isinstance(v, list | tuple):
         raise ValueError(f"sizes={v!r} must be a list of integers")
     out = []

@@ -43,6 +43,15 @@ def test_csv_explicit_sizes(sep):
     assert p == Problem("2d3d", 3, (10, 0, 5), 0, 256, 128)
 
 
+@pytest.mark.parametrize("sizes", ["10;;5", "10|0|", "10 ; ; 5", "[10,0,]"])
+def test_csv_sizes_with_an_empty_entry_are_refused(sizes):
+    """An empty entry between separators was dropped: "10;;5" with no groups column read as two groups."""
+    with pytest.raises(ValueError, match="has an empty entry"):
+        parse_shapes(f'layout,sizes,n,k\n2d3d,"{sizes}",256,128\n', fmt="csv")
+    (p,) = parse_shapes('layout,sizes,n,k\n2d3d,"10, 0, 5",256,128\n', fmt="csv")  # commas, quoted in CSV
+    assert p.sizes == (10, 0, 5)
+
+
 def test_csv_bracketed_sizes_and_blank_optional_cells():
     text = "layout,groups,sizes,n,k,dtype,name\n2d3d,2,[4 6],64,64,,\n"
     (p,) = parse_shapes(text, fmt="csv")
