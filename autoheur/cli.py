@@ -626,30 +626,28 @@ def _positive_int(text: str) -> int:
     return n
 
 
-def _seed(text: str) -> int:
-    """argparse type: a seed of 32 bits. The workloads derive their draws' seeds from it (a problem's: seed x 100003 +
-    its index), which a seed of 64 bits overflows (torch's manual_seed: "Overflow when unpacking long long")."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= n < 2**32:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**32 - 1, got {n}")
-    return n
+def _int_range(lo: int, hi: int, span: str):
+    """An argparse type: an integer from `lo` to `hi` - 1, refused by name (`span` says the range) outside it."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not lo <= n < hi:
+            raise argparse.ArgumentTypeError(f"expected an integer from {span}, got {n}")
+        return n
+
+    return parse
 
 
-def _inputs_seed(text: str) -> int:
-    """argparse type: a data pass's --seed, the seed its dataset's inputs were drawn with. A pass draws no workload
-    from it, so any seed a collection could take is taken (CollectOptions' range, torch's manual_seed's: -2**63 to
-    2**64 - 1): a dataset collected through the Python API, or by a `collect` before its --seed was limited to 32
-    bits (`_seed`), may hold one past 32 bits."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not -(2**63) <= n < 2**64:
-        raise argparse.ArgumentTypeError(f"expected an integer from -2**63 to 2**64 - 1, got {n}")
-    return n
+# collect's and tune's --seed: 32 bits. The workloads derive their draws' seeds from it (a problem's: seed x 100003 +
+# its index), which a seed of 64 bits overflows (torch's manual_seed: "Overflow when unpacking long long").
+_seed = _int_range(0, 2**32, "0 to 2**32 - 1")
+# A data pass's --seed, the one its dataset's inputs were drawn with: it draws no workload, so any seed a collection
+# could take (CollectOptions', torch's manual_seed's range): a dataset collected through the Python API, or by a
+# `collect` before its --seed was limited to 32 bits, may hold one past 32 bits.
+_inputs_seed = _int_range(-(2**63), 2**64, "-2**63 to 2**64 - 1")
 
 
 def _device_spec(arg: str | None):
