@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoheur.collect.store import RETIME_KINDS, DatasetStore, _has_content, _same_rows, one_writer
+from autoheur.collect.store import RETIME_KINDS, DatasetStore, _has_content, _pid_alive, _same_rows, one_writer
 
 _KEEP_ONE = (
     "Keep one of the two: move the file that holds the measurement you drop out of its dataset (a pack also holds "
@@ -66,8 +66,10 @@ def _merge_new(
     # resolved path: "." has no name to build beside, and a link to an empty directory stands for that directory.
     target = dest.resolve()
     build = target.with_name(f".{target.name}.merging-{os.getpid()}")
-    if build.exists():
-        shutil.rmtree(build)
+    for left in target.parent.glob(f".{target.name}.merging-*"):  # this one (a reused pid), or a killed merge's
+        pid = left.name.rsplit("-", 1)[1]
+        if left == build or (pid.isdigit() and not _pid_alive(int(pid))):  # a live merge's is its own
+            shutil.rmtree(left)
     try:
         stats = _merge_into(stores, DatasetStore.open(build, stores[0].meta), finished)
         if lock is not None:  # missing at the start: made now, under its lock, or refused if another run holds it

@@ -3,6 +3,7 @@ refused, the passes' files and run logs along."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,20 @@ def test_a_pass_measured_twice_with_different_rows_is_refused(tmp_path):
     assert merge([tmp_path / "a"], tmp_path / "m")["refines_copied"] == 1
     with pytest.raises(ValueError, match="had a refine pass twice, with different rows"):
         merge([tmp_path / "b"], tmp_path / "m")
+
+
+def test_a_merge_into_a_new_destination_removes_what_a_killed_one_left_beside_it(tmp_path):
+    """A new destination is built in `.<name>.merging-<pid>` beside it; a merge killed there (no `finally` runs on a
+    SIGKILL) left that copy for good. The next merge into that destination removes a dead process's; a live one's
+    stays."""
+    fill(tmp_path / "a", PROBLEMS[:1])
+    dead = tmp_path / ".new.merging-999999999"  # no such process
+    live = tmp_path / f".new.merging-{os.getppid()}"  # a live process (this one's parent)
+    for d in (dead, live):
+        d.mkdir()
+        (d / "part-0000000000000000.parquet").write_bytes(b"half a copy")
+    assert merge([tmp_path / "a"], tmp_path / "new")["problems"] == 1
+    assert not dead.exists() and live.exists()
 
 
 def test_a_merge_that_fails_leaves_no_new_destination(tmp_path):
