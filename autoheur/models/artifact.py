@@ -32,8 +32,8 @@ RESTORE = "restore the model and its side-car .json from git (git checkout -- mo
 # A model of another config space was trained on a dataset of that space, which `autoheur train` refuses (check_space).
 RECOLLECT = (
     "its training data was timed over that config space too, which training refuses: re-collect it with this autoheur "
-    "(autoheur collect{family} --out {data} --new-dataset), then retrain (autoheur train --data {data}; see README); "
-    "or install the autoheur version that trained it"
+    "(autoheur collect{family} --out {data} --new-dataset{aux}), then retrain (autoheur train --data {data}; see "
+    "README); or install the autoheur version that trained it"
 )
 # Metadata every model must carry: inference reads them (the device's fields decide the feasible configs).
 REQUIRED_META = ("device", "space_hash", "features_hash", "feature_names")
@@ -220,7 +220,9 @@ class TrainedModel:
             how = RETRAIN
             if meta.get("space_hash") != space:  # its dataset is of that space too, and `autoheur train` refuses it
                 family = " --family inductor" if meta.get("family") == "inductor" else ""
-                how = RECOLLECT.format(family=family, data=meta.get("dataset") or "data/<device-slug>")
+                aux = [a["dataset"] for a in meta.get("auxiliary") or () if isinstance(a, dict) and a.get("dataset")]
+                also = f"; and its auxiliary data ({', '.join(aux)}) the same way, for --aux" if aux else ""
+                how = RECOLLECT.format(family=family, data=meta.get("dataset") or "data/<device-slug>", aux=also)
             raise ValueError(f"{path} does not match this autoheur ({'; '.join(problems)}): {how}")
         stale_kernel_warning(meta, path)
         return cls(blob["ranker"], meta)

@@ -152,6 +152,11 @@ def test_model_of_another_config_space_is_refused_saying_to_recollect_its_data(t
     assert f"autoheur train --data {data}" in str(refused.value)
     with pytest.raises(ValueError, match="Re-collect it"):  # training on that data, as "retrain it" alone said
         check_space(SimpleNamespace(family="triton", space_hash="0000000000000000"), data)
+    assert "auxiliary" not in str(refused.value)  # the fixture trained on one dataset
+    blob["meta"]["auxiliary"] = [{"dataset": "data/nvidia-h100-80gb-hbm3", "problems": 3}]  # as `train --aux` records
+    joblib.dump(blob, tmp_path / "other-space.joblib")
+    with pytest.raises(ValueError, match=r"and its auxiliary data \(data/nvidia-h100-80gb-hbm3\) the same way"):
+        TrainedModel.load(tmp_path / "other-space.joblib")
 
 
 def test_model_of_another_kernel_source_loads_with_a_warning(trained, tmp_path):
