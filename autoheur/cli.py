@@ -453,7 +453,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from autoheur.device import INTERPRETER_NAME
     from autoheur.inference.tuner import check_settings
     from autoheur.kernels.validate import interpreting
-    from autoheur.models.artifact import TrainedModel, fallback_list, model_for_device
+    from autoheur.models.artifact import TrainedModel, fallback_list, feasible_fallback, model_for_device
 
     check_settings()  # as the run time: a bad AUTOHEUR_* knob refused whether or not this problem's path reads it
 
@@ -519,12 +519,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     scorer = model.prepare_scoring() if model is not None else None  # not in predict_ms: once a process
     t0 = time.perf_counter()
     if model is None:
-        listed = fallback_list()
-        if spec is not None:  # as the run-time tuner: the list's configs this problem can run on this GPU
-            from autoheur.kernels.config import feasible_configs
-
-            ok = {c.config_id for c in feasible_configs(problem.signature(), spec)}
-            listed = [cid for cid in listed if cid in ok]
+        # as the run-time tuner: the list's configs this problem can run on this GPU, where it is known
+        listed = [c.config_id for c in feasible_fallback(problem.signature(), spec)] if spec else fallback_list()
         top = [(cid, None) for cid in listed[: args.top]]
         confidence, outside = None, []
     else:

@@ -263,9 +263,9 @@ class Tuner:
                 if outside:  # said in the tuning's log line: the model never saw such a problem
                     source += f", extrapolating on {'; '.join(outside)}"
                 return picks, source
-        from autoheur.models.artifact import fallback_list
+        from autoheur.models.artifact import feasible_fallback
 
-        picks = [KernelConfig.from_id(c) for c in fallback_list() if c in ok][:want]
+        picks = feasible_fallback(call.signature, call.device)[:want]
         if not picks:  # nothing shipped: a safe middle-of-the-space config
             picks = [feasible[len(feasible) // 2]]
         return picks, f"best fixed list top-{len(picks)}"

@@ -566,6 +566,15 @@ def check_side_car(meta: dict, side: dict, path: Path, device_name: str, family:
         )
 
 
+def feasible_fallback(sig: Signature, spec) -> list[KernelConfig]:
+    """The configs of the best fixed list (`fallback_list`) that a call of `sig` can run on `spec`, in the list's
+    order: what the run-time tuner and `predict` fall back to where no model ranks."""
+    from autoheur.kernels.config import feasible_configs
+
+    ok = {c.config_id for c in feasible_configs(sig, spec)}
+    return [KernelConfig.from_id(c) for c in fallback_list() if c in ok]
+
+
 def fallback_list(directory: Path | None = None) -> list[str]:
     """The best fixed list of the first model found (any device; `model_dirs()` by default): better than nothing,
     and said so."""
