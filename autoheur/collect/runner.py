@@ -645,13 +645,14 @@ def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextl
     spec = device_spec(0)
     # A config list (--configs) may hold no config feasible for a problem: it has no rows, and a part of none is
     # refused by the store, which ended the run at that problem (every rerun too). Left out, and counted.
-    unrunnable = [p for p in todo if opts.config_ids is not None and not feasible_for(p, spec, opts)]
+    runnable = [opts.config_ids is None or bool(feasible_for(p, spec, opts)) for p in todo]
+    unrunnable = [p for p, ok in zip(todo, runnable, strict=True) if not ok]
     if unrunnable:
         log(
             f"{len(unrunnable)} problems left out: none of the listed configs is feasible for them (e.g. "
             f"{unrunnable[0].name or unrunnable[0]})"
         )
-        todo = [p for p in todo if p not in unrunnable]
+        todo = [p for p, ok in zip(todo, runnable, strict=True) if ok]
     log(
         f"dataset {root}: device {meta.device_name}, {len(done)} problems already there; "
         f"this run: {len(todo)} of {len(mine)} problems in shard {shard_spec[0]}/{shard_spec[1]}"
