@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from autoheur.collect.store import DatasetStore, read_problem_ids
@@ -21,9 +22,13 @@ from autoheur.models.evaluate import (
     check_aux_problems,
     check_aux_share,
     check_splits,
+    cross_device_one_at_a_time,
+    cross_device_pairs,
     cross_validate,
     is_boosted,
     make_model,
+    only_cross_device,
+    summarize_splits,
     tuning_cost,
 )
 from autoheur.models.metrics import RELEVANCE_THRESHOLDS
@@ -41,6 +46,25 @@ def short_name(path: str | Path) -> str:
     return words[0]
 
 
+@dataclass(frozen=True)
+class LetGo:
+    """What the report reads of a dataset that a run let go after use (`cross_device_one_at_a_time`): its device
+    fingerprint and its count of problems without an oracle, as a RankingSet has them."""
+
+    device: dict
+    no_oracle: int
+
+
+@dataclass(frozen=True)
+class ReportBasis:
+    """The report's tuning cost and feature importances, taken while their dataset was loaded: the tuning cost of
+    dataset `name`'s problems, and `importances` of xgb_ranker's fit on every problem of it (None: no such model)."""
+
+    name: str
+    cost: pd.DataFrame
+    importances: np.ndarray | None
+
+
 @dataclass
 class EvalRun:
     """What `eval_datasets` measured, and how (for the report)."""
@@ -48,12 +72,13 @@ class EvalRun:
     per_problem: pd.DataFrame
     summary: pd.DataFrame
     fits: list
-    sets: dict[str, RankingSet]  # short name -> ranking set
+    sets: dict[str, RankingSet | LetGo]  # short name -> ranking set (LetGo: let go after use)
     params: dict[str, dict]  # model name -> hyperparameter overrides
     thin: list[str] = field(default_factory=list)  # the datasets only trained on as auxiliary data, loaded thinned
     rows: int | None = None  # rows a problem they loaded with
     started: float = 0.0
     family: str = "triton"  # the datasets' kernel family ("triton": autoheur's kernel; "inductor": Inductor's template)
+    basis: ReportBasis | None = None  # taken as the data loaded (one at a time); None: from `sets` as the report writes
 
 
 def model_names(models: str) -> list[str]:
@@ -119,6 +144,8 @@ def eval_datasets(
     rows = (AUX_ROWS if aux_rows is None else aux_rows or None) if thin else None
     for name in models:  # before the data loads (a model fits on more rows a problem than too few to load)
         check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
+    if only_cross_device(splits) and not aux_for:  # one dataset in memory at a time (the same figures)
+        return _cross_device_run(paths, models, splits, params, allow_stale_kernel, t0, family)
     sets = {name: load_ranking_set(d, allow_stale_kernel, thin=rows if name in thin else None)
             for name, d in paths.items()}  # fmt: skip
     per_problem, summary, fits = cross_validate(
@@ -126,6 +153,42 @@ def eval_datasets(
         aux_problems=listed,
     )  # fmt: skip
     return EvalRun(per_problem, summary, fits, sets, params, thin, rows, t0, family)
+
+
+def _cross_device_run(
+    paths: dict[str, str | Path],
+    models: list[str],
+    splits,
+    params: dict,
+    allow_stale_kernel: bool,
+    t0: float,
+    family: str,
+) -> EvalRun:
+    """`eval_datasets` where every split is cross-device: `cross_device_one_at_a_time`, so a run over two full
+    datasets needs the memory of one (and the models), not of both. The report's tuning cost and importances are
+    taken as the data load: of the first training side in `paths`' order, its importances from the split's own fit
+    on every problem of it (what the report would fit again)."""
+    facts: dict[str, LetGo] = {}
+    basis: dict = {}
+    first = cross_device_pairs(list(paths), splits)[0][0]
+
+    def on_load(name: str, rs: RankingSet) -> None:
+        facts[name] = LetGo(dict(rs.device), rs.no_oracle)
+        if name == first:
+            basis["cost"] = tuning_cost(rs, family=family)
+
+    def on_fit(name: str, model_name: str, model) -> None:
+        if name == first and model_name == "xgb_ranker":
+            basis["importances"] = model.feature_importances_
+
+    per_problem, fits = cross_device_one_at_a_time(
+        lambda name: load_ranking_set(paths[name], allow_stale_kernel), list(paths), splits, models,
+        params=params, on_load=on_load, on_fit=on_fit,
+    )  # fmt: skip
+    sets = {name: facts[name] for name in paths if name in facts}  # --data order; a dataset no split used: none
+    run_basis = ReportBasis(first, basis["cost"], basis.get("importances"))
+    return EvalRun(per_problem, summarize_splits(per_problem), fits, sets, params, started=t0, family=family,
+                   basis=run_basis)  # fmt: skip
 
 
 def write_eval_report(
@@ -149,12 +212,19 @@ def write_eval_report(
     run.per_problem.to_csv(out / "per_problem.csv.gz", index=False)  # compression from the suffix
     run.summary.to_csv(out / "summary.csv", index=False)
     pd.DataFrame(run.fits).to_csv(out / "fits.csv", index=False)
-    name, first = next((name, rs) for name, rs in run.sets.items() if name not in run.thin)
-    imp = None
-    if "xgb_ranker" in models:
-        from autoheur.models.rankers import XGBRankerModel
+    if run.basis is not None:  # taken as the data loaded, one dataset at a time
+        name, cost = run.basis.name, run.basis.cost
+        imp = None if run.basis.importances is None else {"xgb_ranker": run.basis.importances}
+        fitted = f"as its cross-device splits fitted it on every problem of {name} (the same fit, not another)"
+    else:
+        name, first = next((name, rs) for name, rs in run.sets.items() if name not in run.thin)
+        cost = tuning_cost(first, family=run.family)
+        imp = None
+        if "xgb_ranker" in models:
+            from autoheur.models.rankers import XGBRankerModel
 
-        imp = {"xgb_ranker": XGBRankerModel(**run.params.get("xgb_ranker", {})).fit(first).feature_importances_}
+            imp = {"xgb_ranker": XGBRankerModel(**run.params.get("xgb_ranker", {})).fit(first).feature_importances_}
+        fitted = f"fitted once on every problem of {name} (a fit of its own, not one of the splits' held-out fits)"
     meta = {
         "datasets": ", ".join(str(d) for d in data),
         "devices": ", ".join(rs.device["name"] for rs in run.sets.values()),
@@ -167,12 +237,8 @@ def write_eval_report(
         + (EVAL_THIN.format(", ".join(run.thin), run.rows) if run.rows else "")
         + (EVAL_FOLD_SEED.format(fold_seed) if fold_seed else ""),
     }
-    cost = tuning_cost(first, family=run.family)
     cost.attrs["basis"] = f"Dataset: {name}. {cost.attrs['basis']}"  # with two --data, which one's problems
-    note = (
-        f"xgb_ranker fitted once on every problem of {name} (a fit of its own, not one of the splits' held-out fits); "
-        "gain: each feature's share of the total gain of the trees' splits on it."
-    )
+    note = f"xgb_ranker {fitted}; gain: each feature's share of the total gain of the trees' splits on it."
     return write_report(run.per_problem, run.summary, out, title="autoheur evaluation", meta=meta, importances=imp,
                         tuning_cost=cost, importance_note=note)  # fmt: skip
 

@@ -115,14 +115,19 @@ def leave_one_family_out(rs: RankingSet, exclude: Sequence[str] = UNFAMILIED):
         yield f, fam.index[fam != f].to_numpy(), fam.index[fam == f].to_numpy()
 
 
-def _score(
-    model, train: RankingSet, rows: np.ndarray | None, test: RankingSet, split: str, fold, name: str, log
-) -> tuple[pd.DataFrame, dict]:
-    """`model` fitted on the rows `rows` of `train` (a mask; None: all) and scored on `test`: (per-problem rows, the
-    fit's record)."""
+def _fitted(model, train: RankingSet, rows: np.ndarray | None, label: str, name: str, log) -> dict:
+    """`model` fitted on the rows `rows` of `train` (a mask; None: all): the fit's record. `label` names the fit in the
+    log line."""
     t0 = time.perf_counter()
     fit_rows(model, train, rows)
     fit_s = time.perf_counter() - t0
+    ids = train.frame["problem_id"] if rows is None else train.frame["problem_id"][rows]
+    log(f"  {label}: {name} fit in {fit_s:.1f} s on {ids.nunique()} problems")
+    return {"fit_s": fit_s, "objective": getattr(model, "objective_", None), "hedge": getattr(model, "hedge_", None)}
+
+
+def _scored(model, test: RankingSet, split: str, fold, name: str) -> pd.DataFrame:
+    """A fitted `model`'s per-problem rows on `test`."""
     frame = test.frame.assign(score=model.predict(test))
     pp = evaluate(frame).reset_index()  # indexed by problem_id
     info = test.frame.drop_duplicates("problem_id").set_index("problem_id")[["problem_name", "family"]]
@@ -131,10 +136,16 @@ def _score(
     pp.insert(0, "fold", str(fold))
     pp.insert(0, "split", split)
     pp["device"] = test.device.get("name")
-    extra = {"fit_s": fit_s, "objective": getattr(model, "objective_", None), "hedge": getattr(model, "hedge_", None)}
-    ids = train.frame["problem_id"] if rows is None else train.frame["problem_id"][rows]
-    log(f"  {split} fold {fold}: {name} fit in {fit_s:.1f} s on {ids.nunique()} problems")
-    return pp, extra
+    return pp
+
+
+def _score(
+    model, train: RankingSet, rows: np.ndarray | None, test: RankingSet, split: str, fold, name: str, log
+) -> tuple[pd.DataFrame, dict]:
+    """`model` fitted on the rows `rows` of `train` (a mask; None: all) and scored on `test`: (per-problem rows, the
+    fit's record)."""
+    extra = _fitted(model, train, rows, f"{split} fold {fold}", name, log)
+    return _scored(model, test, split, fold, name), extra
 
 
 def run_split(
@@ -248,19 +259,81 @@ def cross_validate(
             rows.append(r)
             fits += f
         pool = None
-    if len(datasets) > 1:
-        names = list(datasets)
-        for a in names:
-            for b in names:
-                if a == b or not ("cross_device" in splits or f"{a}->{b}" in splits):
-                    continue
-                # B's problems with B's fingerprint, ranked by a model fit on all of A (SEEN: which of them A holds)
-                r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log, params)
-                r[SEEN] = r["problem_id"].isin(set(datasets[a].problems))
-                rows.append(r)
-                fits += f
+    for a, b in cross_device_pairs(list(datasets), splits):
+        # B's problems with B's fingerprint, ranked by a model fit on all of A (SEEN: which of them A holds)
+        r, f = run_split(f"{a}->{b}", [("all", None, None)], datasets[a], datasets[b], models, log, params)
+        r[SEEN] = r["problem_id"].isin(set(datasets[a].problems))
+        rows.append(r)
+        fits += f
     per_problem = pd.concat(rows, ignore_index=True)
     return per_problem, summarize_splits(per_problem), fits
+
+
+def cross_device_pairs(names: Sequence[str], splits: Sequence[str]) -> list[tuple[str, str]]:
+    """The (A, B) pairs of the cross-device splits `splits` asks for over the datasets `names`, in their order."""
+    return [(a, b) for a in names for b in names if a != b and ("cross_device" in splits or f"{a}->{b}" in splits)]
+
+
+def only_cross_device(splits: Sequence[str]) -> bool:
+    """Whether every split of `splits` is a cross-device one (cross_device, or a pair's `A->B`)."""
+    return all(s == "cross_device" or "->" in s for s in splits)
+
+
+def cross_device_one_at_a_time(
+    load: Callable[[str], RankingSet],
+    names: Sequence[str],
+    splits: Sequence[str],
+    models: Sequence[str],
+    log=print,
+    params: dict[str, dict] | None = None,
+    on_load: Callable[[str, RankingSet], None] | None = None,
+    on_fit: Callable[[str, str, object], None] | None = None,
+) -> tuple[pd.DataFrame, list[dict]]:
+    """The cross-device splits of `splits` over the datasets `names`, with one dataset in memory at a time: the
+    (per-problem rows, fit records) `cross_validate` gives for them, in the same order, from the same fits.
+
+    `cross_validate` takes every dataset loaded: the H200's 9,521 problems and the H100's 8,795, every row of both,
+    passed the 2-core host's 24 GB (stop 87). Here `load(name)` gives a dataset's RankingSet, which is let go before
+    the next one loads: a first pass over `names` fits every model on each training side A as it loads (one fit
+    serves every A->B) and scores the fits made already on each B as it loads; a second pass loads again the Bs that
+    come before their A in `names`. Two datasets both ways: three loads. The fitted models are kept (the baselines
+    hold their training problems' efficiency matrix, the ranker its trees). `on_load(name, set)` sees each dataset
+    the first time it loads; `on_fit(A, model name, model)` each fit."""
+    pairs = cross_device_pairs(names, splits)
+    trains = {a for a, _ in pairs}
+    fitted: dict[str, list[tuple[str, object, dict]]] = {}
+    held: dict[str, set] = {}  # A's problem ids (SEEN)
+    scored: dict[tuple[str, str], list[pd.DataFrame]] = {}
+    loaded: set[str] = set()
+    for _ in range(2):
+        for d in names:
+            todo = [(a, b) for a, b in pairs if b == d and a in fitted and (a, b) not in scored]
+            fit_here = d in trains and d not in fitted
+            if not todo and not fit_here:
+                continue
+            rs = load(d)
+            if d not in loaded and on_load is not None:
+                on_load(d, rs)
+            loaded.add(d)
+            for a, b in todo:
+                scored[(a, b)] = [_scored(m, rs, f"{a}->{b}", "all", name) for name, m, _ in fitted[a]]
+                for pp in scored[(a, b)]:
+                    pp[SEEN] = pp["problem_id"].isin(held[a])
+            if fit_here:
+                held[d] = set(rs.problems)
+                fitted[d] = []
+                for name in models:
+                    model = make_model(name, **(params or {}).get(name, {}))
+                    extra = _fitted(model, rs, None, f"{d} (every problem; its cross-device splits)", name, log)
+                    fitted[d].append((name, model, extra))
+                    if on_fit is not None:
+                        on_fit(d, name, model)
+            rs = None  # let it go before the next one loads
+    rows = [pp for pair in pairs for pp in scored[pair]]
+    fits = [
+        {"split": f"{a}->{b}", "fold": "all", "model": name, **extra} for a, b in pairs for name, _, extra in fitted[a]
+    ]
+    return pd.concat(rows, ignore_index=True), fits
 
 
 def check_aux_for(aux_for: Sequence[str], names) -> None:

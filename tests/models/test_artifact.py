@@ -498,6 +498,44 @@ def test_eval_loads_a_dataset_only_trained_on_thinned(mini_dataset, tmp_path, mo
     assert loads == {"h100-mini": None, "h200-mini": None}  # the H100 set is a cross-device split's training set
 
 
+def test_eval_of_cross_device_splits_alone_holds_one_dataset_and_reports_the_same_figures(
+    mini_dataset, tmp_path, monkeypatch, mini_of
+):
+    """`autoheur eval` whose splits are all cross-device loads one dataset at a time (two datasets both ways: three
+    loads, where both full shipped sets passed 24 GB), with the figures the all-loaded path gives; its report names the
+    dataset of its tuning cost and importances, the latter from the split's own fit."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from autoheur.models import eval_datasets as eval_job
+
+    h200 = mini_of(artifact.MODELS_DIR.parent / "data" / "nvidia-h200", tmp_path / "h200-mini", count=8)
+    real, loads = eval_job.load_ranking_set, []
+
+    def spy(path, allow_stale_kernel=False, thin=None):
+        loads.append(Path(path).name)
+        return real(path, allow_stale_kernel, thin=thin)
+
+    monkeypatch.setattr(eval_job, "load_ranking_set", spy)
+    data, models = [str(mini_dataset), str(h200)], ["fixed_list", "nearest"]
+    lean = eval_job.eval_datasets(data, [*models, "xgb_ranker"], ["cross_device"], rounds="10x0.3")
+    assert loads == ["h100-mini", "h200-mini", "h100-mini"]
+    assert lean.basis.name == "h100" and lean.basis.importances is not None
+    assert all(isinstance(s, eval_job.LetGo) for s in lean.sets.values()) and list(lean.sets) == ["h100", "h200"]
+    loads.clear()
+    full = eval_job.eval_datasets(data, models, ["cross_device", "h100:group_kfold"])
+    assert loads == ["h100-mini", "h200-mini"]  # a within-device split: every dataset loaded at once, as before
+    cross = full.per_problem[full.per_problem["split"].str.contains("->")].reset_index(drop=True)
+    cross = cross.astype({"fit_saw_problem": bool})  # object there: the within-device rows have no such value
+    pd.testing.assert_frame_equal(lean.per_problem[lean.per_problem["model"] != "xgb_ranker"].reset_index(drop=True),
+                                  cross)  # fmt: skip
+    text = eval_job.write_eval_report(lean, tmp_path / "r", lean.per_problem["model"].unique(), data=data,
+                                      command="c").read_text()  # fmt: skip
+    assert "as its cross-device splits fitted it on every problem of h100" in text
+    assert "Dataset: h100. " in text and "NVIDIA H200" in text and "h100 0, h200 0" in text
+
+
 def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path, mini_of):
     """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
     figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""

@@ -355,6 +355,48 @@ def test_cross_device_figures_say_which_problems_the_fit_trained_on(h100_slice):
     assert ("h200:group_kfold", "unseen") not in got.index
 
 
+def test_cross_device_one_dataset_at_a_time_is_cross_validate_with_one_set_held(h100_slice):
+    """`cross_device_one_at_a_time` gives the rows and fit records `cross_validate` gives for the cross-device splits
+    (same order, same fits), while each dataset it loaded is let go before the next one loads; two datasets both
+    ways take three loads."""
+    import gc
+    import weakref
+
+    from autoheur.models.data import RankingSet
+    from autoheur.models.evaluate import cross_device_one_at_a_time, cross_validate
+
+    pids = h100_slice.problems
+    sets = {"h100": h100_slice.subset(pids[:20]), "h200": _other_device(h100_slice).subset(pids[10:])}
+    models = ["fixed_list", "nearest", "fixed_best", "xgb_ranker"]
+    params = {"xgb_ranker": {"n_estimators": 20, "max_depth": 3, "n_jobs": 1}}
+    want, _, want_fits = cross_validate(sets, models, ("cross_device",), log=lambda s: None, params=params)
+    live, loads, seen, fitted = [], [], [], []
+
+    def load(name):
+        gc.collect()
+        assert [ref() for ref in live] == [None] * len(live), "a dataset loaded before is still held"
+        rs = sets[name]
+        copy = RankingSet(rs.frame.copy(), rs.X.copy(), dict(rs.device))
+        live.append(weakref.ref(copy))
+        loads.append(name)
+        return copy
+
+    got, fits = cross_device_one_at_a_time(
+        load, list(sets), ("cross_device",), models, log=lambda s: None, params=params,
+        on_load=lambda name, rs: seen.append(name), on_fit=lambda name, model, _: fitted.append((name, model)),
+    )  # fmt: skip
+    assert loads == ["h100", "h200", "h100"] and seen == ["h100", "h200"]
+    assert fitted == [(d, m) for d in ("h100", "h200") for m in models]  # one fit a training side, not a split
+    pd.testing.assert_frame_equal(got, want)
+    assert [{k: v for k, v in f.items() if k != "fit_s"} for f in fits] == [
+        {k: v for k, v in f.items() if k != "fit_s"} for f in want_fits
+    ]
+    # one pair: one load a side, and nothing the pair does not need
+    loads.clear()
+    got, _ = cross_device_one_at_a_time(load, list(sets), ("h200->h100",), ["fixed_list"], log=lambda s: None)
+    assert loads == ["h200", "h100"] and set(got["split"]) == {"h200->h100"}
+
+
 def test_a_cross_device_split_with_no_unseen_problem_says_so(tmp_path):
     """Where device A holds every problem of B (as the Inductor H100 set holds the H200's), subset unseen is empty:
     the summary has its row of 0 problems, and the report says so, instead of leaving the subset out unremarked."""
