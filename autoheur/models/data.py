@@ -402,7 +402,7 @@ def warn_subset(meta, path: str | Path) -> None:
         )
 
 
-def _checked_store(path: str | Path, allow_stale_kernel: bool):
+def checked_store(path: str | Path, allow_stale_kernel: bool):
     """The dataset at `path`, opened for training or evaluation: another config space refused, a trial over a config
     subset warned of, an empty one refused, another kernel refused unless `allow_stale_kernel`."""
     from autoheur.collect.store import DatasetStore
@@ -420,7 +420,7 @@ def _checked_store(path: str | Path, allow_stale_kernel: bool):
 def load_dataset(path: str | Path, allow_stale_kernel: bool = False) -> tuple[pd.DataFrame, dict, str]:
     """(rows, device fingerprint, space hash) of a dataset directory, validated part by part; a dataset of another
     config space is refused, and one timed on another version of the kernel unless `allow_stale_kernel`."""
-    store = _checked_store(path, allow_stale_kernel)
+    store = checked_store(path, allow_stale_kernel)
     return offered_rows(store.read(COLUMNS), store.meta.family), dict(store.meta.device), store.meta.space_hash
 
 
@@ -443,7 +443,7 @@ def load_ranking_set(
     --aux-problems`) is the same fit."""
     if thin is not None and thin < 4:
         raise ValueError(f"thin={thin!r}: expected at least 4 rows a problem, or None for all")
-    store = _checked_store(path, allow_stale_kernel)
+    store = checked_store(path, allow_stale_kernel)
     device = dict(store.meta.device)
     sets, no_oracle = [], 0
     for df in store.read_batches(COLUMNS, min_rows=batch_rows):

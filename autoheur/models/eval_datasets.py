@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from autoheur.collect.store import DatasetStore, read_problem_ids
-from autoheur.models.data import AUX_ROWS, RankingSet, check_thinned, load_ranking_set
+from autoheur.models.data import AUX_ROWS, RankingSet, check_thinned, checked_store, load_ranking_set
 from autoheur.models.evaluate import (
     auxiliary_only,
     boosting_rounds,
@@ -144,6 +144,8 @@ def eval_datasets(
     rows = (AUX_ROWS if aux_rows is None else aux_rows or None) if thin else None
     for name in models:  # before the data loads (a model fits on more rows a problem than too few to load)
         check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
+    for d in paths.values():  # each dataset's space, kernel and problems, before minutes of loading the first one
+        checked_store(d, allow_stale_kernel)
     if only_cross_device(splits) and not aux_for:  # one dataset in memory at a time (the same figures)
         return _cross_device_run(paths, models, splits, params, allow_stale_kernel, t0, family)
     sets = {name: load_ranking_set(d, allow_stale_kernel, thin=rows if name in thin else None)

@@ -536,6 +536,21 @@ def test_eval_of_cross_device_splits_alone_holds_one_dataset_and_reports_the_sam
     assert "Dataset: h100. " in text and "NVIDIA H200" in text and "h100 0, h200 0" in text
 
 
+def test_eval_refuses_a_dataset_it_cannot_use_before_loading_any(mini_dataset, tmp_path, monkeypatch, capsys):
+    """Each --data's space, kernel and problems are checked before the first dataset loads: a second dataset of no
+    problems was found only after the first one's minutes of loading (and, one at a time, of fitting)."""
+    from autoheur.models import eval_datasets as eval_job
+
+    empty = tmp_path / "h200-empty"
+    empty.mkdir()
+    shutil.copy(artifact.MODELS_DIR.parent / "data" / "fresh-nvidia-h200" / MANIFEST, empty / MANIFEST)
+    loads = []
+    monkeypatch.setattr(eval_job, "load_ranking_set", lambda *a, **k: loads.append(a))
+    for splits in ("cross_device", "h100:group_kfold,h100->h200"):
+        assert main(["eval", "--data", str(mini_dataset), "--data", str(empty), "--splits", splits]) == 2
+        assert "holds no problems yet" in capsys.readouterr().err and not loads
+
+
 def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path, mini_of):
     """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
     figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""
