@@ -330,16 +330,20 @@ def cmd_data_pack(args: argparse.Namespace) -> int:
 
 def _cannot_write(path: Path, what: str, directory: bool = False) -> str | None:
     """Why `path` (a file, or a directory when `directory`) cannot be written, checked before the work that ends in
-    writing it (a fit, an evaluation: minutes), or None. Its missing parents are made later, as the writers do."""
-    if directory and path.exists() and not path.is_dir():
-        return f"{what} {path} exists and is not a directory"
-    if not directory and path.is_dir():
-        return f"{what} {path} is a directory: give a file path"
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"{what} {path}: {parent} is not a directory"
+    writing it (a fit, an evaluation: minutes), or None. Its missing parents are made later, as the writers do.
+    Under a directory this user cannot search, Path.exists raises PermissionError rather than answer: said too."""
+    try:
+        if directory and path.exists() and not path.is_dir():
+            return f"{what} {path} exists and is not a directory"
+        if not directory and path.is_dir():
+            return f"{what} {path} is a directory: give a file path"
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"{what} {path}: {parent} is not a directory"
+    except OSError as exc:
+        return f"{what} {path}: cannot reach it ({exc.strerror})"
     if not os.access(parent, os.W_OK):
         return f"{what} {path}: {parent} is not writable"
     return None

@@ -9,7 +9,15 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from autoheur.collect.store import RETIME_KINDS, DatasetStore, _has_content, _pid_alive, _same_rows, one_writer
+from autoheur.collect.store import (
+    RETIME_KINDS,
+    DatasetStore,
+    _check_reachable,
+    _has_content,
+    _pid_alive,
+    _same_rows,
+    one_writer,
+)
 
 _KEEP_ONE = (
     "Keep one of the two: move the file that holds the measurement you drop out of its dataset (a pack also holds "
@@ -42,6 +50,7 @@ def merge(sources: list[Path], dest: Path, finished: Sequence[str] = ()) -> dict
         diff = stores[0].meta.mismatches(s.meta)
         if diff:
             raise ValueError(f"cannot merge {s.root} with {stores[0].root}: {'; '.join(diff)}")
+    _check_reachable(dest)
     if dest.exists() and not dest.is_dir():
         raise ValueError(f"--into {dest} exists and is not a directory")
     with contextlib.ExitStack() as held:  # no collection or pass writes into a source or dest meanwhile (one_writer)

@@ -35,6 +35,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
@@ -114,6 +115,7 @@ class DatasetStore:
         --new-dataset).
         """
         root = Path(root)
+        _check_reachable(root)
         if new and _has_content(root):
             aside = _aside_name(root)
             root.rename(aside)
@@ -755,6 +757,7 @@ def one_writer(root: Path) -> Iterator[None]:
     there fails on its own; one whose file system cannot lock (NFS without a lock manager) goes on with a warning."""
     import fcntl
 
+    _check_reachable(root)
     if root.exists() and not root.is_dir():  # DatasetStore.open says what is wrong with it
         yield
         return
@@ -783,9 +786,31 @@ def _make_dir(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        there = next((p for p in (path, *path.parents) if p.exists()), path)
-        why = exc.strerror if there.is_dir() else f"{there} is a file"
+        there = next((p for p in (path, *path.parents) if _stat_or_none(p) is not None), path)
+        st = _stat_or_none(there)
+        why = f"{there} is a file" if st is not None and not stat.S_ISDIR(st.st_mode) else exc.strerror
         raise ValueError(f"cannot make the directory {path} ({why}): give another path") from None
+
+
+def _check_reachable(path: Path) -> None:
+    """Refuse `path` where this user cannot look it up (a directory on its way without search permission): there
+    Path.exists raises PermissionError rather than answer, and each probe of the path ended in that traceback. A
+    missing path, or one through a file, passes: making it says what is wrong (`_make_dir`)."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise ValueError(f"cannot reach {path} ({exc.strerror}): give another path") from None
+
+
+def _stat_or_none(path: Path):
+    """`path`'s stat, or None where it cannot be read: missing, or under a directory this user cannot search (where
+    Path.exists raises PermissionError rather than answer)."""
+    try:
+        return path.stat()
+    except OSError:
+        return None
 
 
 def _open_lock(path: Path):

@@ -946,6 +946,52 @@ def test_a_directory_that_cannot_hold_the_lock_file_is_merged_from_and_packed(tm
         assert merge([tmp_path / "ro"], tmp_path / "copy3")["problems"] == len(PROBLEMS)
 
 
+def test_a_dataset_path_under_a_directory_this_user_cannot_search_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """Under a directory without search permission, mkdir fails with EACCES and Path.exists raises PermissionError
+    rather than answer: the refusal's own probe of what is in the way ended in that traceback. Simulated (the tests
+    may run as root, whom permissions do not bind): the OS's answers for paths under `locked` are EACCES."""
+    import errno
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_stat, real_mkdir = Path.stat, Path.mkdir
+
+    def denied(path):
+        return locked in Path(path).parents
+
+    def fake_stat(self, *a, **k):
+        if denied(self):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_stat(self, *a, **k)
+
+    def fake_mkdir(self, *a, **k):
+        if denied(self):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_mkdir(self, *a, **k)
+
+    from autoheur.cli import main
+
+    fill(tmp_path / "src", PROBLEMS[:1])
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')
+    monkeypatch.setattr(Path, "stat", fake_stat)
+    monkeypatch.setattr(Path, "mkdir", fake_mkdir)
+    out = locked / "a" / "b"
+    with pytest.raises(ValueError, match=r"cannot reach .*locked/a/b \(Permission denied\)"):
+        DatasetStore.open(out, make_meta())
+    with pytest.raises(ValueError, match=r"cannot make the directory .*locked/a/b \(Permission denied\)"):
+        store_mod._make_dir(out)  # where mkdir is refused, its probe of what is in the way does not raise
+    assert main(["collect", "--shapes", str(shapes), "--out", str(out)]) == 2
+    assert "locked/a/b (Permission denied)" in capsys.readouterr().err
+    assert main(["data", "merge", str(tmp_path / "src"), "--into", str(out)]) == 2
+    assert "locked/a/b (Permission denied)" in capsys.readouterr().err
+    # the output checks of train and eval, made before their minutes of work
+    assert main(["train", "--data", str(tmp_path / "src"), "--out", str(out / "m.joblib")]) == 2
+    assert "cannot reach it (Permission denied)" in capsys.readouterr().err
+    assert main(["eval", "--data", str(tmp_path / "src"), "--report", str(out)]) == 2
+    assert "cannot reach it (Permission denied)" in capsys.readouterr().err
+
+
 def test_a_dataset_path_that_is_a_file_or_runs_through_one_is_refused_by_name(tmp_path, capsys):
     """`collect --out` naming a file, or a path through one, ended in a FileExistsError / NotADirectoryError
     traceback from mkdir (one_writer let a file pass "for DatasetStore.open to say what is wrong", and it did not);
