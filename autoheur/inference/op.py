@@ -28,6 +28,7 @@ from autoheur.kernels.tail import zero_past_end
 from autoheur.kernels.validate import (
     ALIGN_BYTES,
     check_dtypes,
+    check_lane_offsets,
     check_offs_contiguous,
     check_offs_dtype_and_rank,
     check_same_device,
@@ -60,7 +61,10 @@ def _(a, b, offs=None, out_dtype=None):
         check_offs_contiguous(offs, known=guard_or_false)
         check_same_device(offs, a, "offs")
     offs_len = None if offs is None else offs.shape[0]
-    shape = layout_extents(ragged, a.shape, b.shape, offs_len, differs=_may_differ)[-1]
+    *_, k, _, shape = layout_extents(ragged, a.shape, b.shape, offs_len, differs=_may_differ)
+    dims = (*a.shape[-2:], *a.stride()[-2:], *b.shape[-2:], *b.stride()[-2:], *shape, k)
+    if all(type(d) is int for d in dims):  # static: the 32-bit lane-offset rule at the trace (symbolic: at the run)
+        check_lane_offsets(a.shape[-2:], a.stride()[-2:], b.shape[-2:], b.stride()[-2:], shape, k, ragged)
     return a.new_empty(shape, dtype=out_dtype)
 
 

@@ -150,6 +150,19 @@ def _check_lane_offsets(name: str, shape, strides, fix: str, k_dim: int | None =
             )
 
 
+def check_lane_offsets(a_shape, a_strides, b_shape, b_strides, out_shape, k: int, ragged: Ragged) -> None:
+    """`_check_lane_offsets` over a call's operands (the extents and strides of their last two dims) and its output
+    (contiguous), where the call launches: shapes and strides alone, so the op's fake implementation runs it on a
+    trace's static ones too."""
+    if math.prod(out_shape) > 0 and (k > 0 or ragged == Ragged.K):  # a launch
+        other = "pass a copy in the other major if its leading stride is smaller, or split the call"
+        _check_lane_offsets("a", a_shape, a_strides, other, k_dim=1)  # a: [.., M, K] in every layout
+        _check_lane_offsets("b", b_shape, b_strides, other, k_dim=0)  # b: [.., K, N]
+        # its row stride is its column count, N in every layout (the ragged one in 3d2d alone): fewer columns help
+        _check_lane_offsets("the output", out_shape[-2:], (out_shape[-1], 1),
+                            "split the call along N (the output's columns), one call per slice")  # fmt: skip
+
+
 def other_gpu(t) -> int | None:
     """The index of `t`'s CUDA device where that is not the current one (Triton launches on the current device), else
     None: the current GPU, the CPU, another device type (an MPS or XPU tensor has an index too, and a build without
@@ -322,13 +335,7 @@ def validate(
         c_strides = (out_shape[1] * out_shape[2], out_shape[2], 1)
     else:
         c_strides = (0, out_shape[1], 1)
-    if math.prod(out_shape) > 0 and (k > 0 or ragged == Ragged.K):  # a launch: see _check_lane_offsets
-        other = "pass a copy in the other major if its leading stride is smaller, or split the call"
-        _check_lane_offsets("a", a.shape[-2:], a_strides[1:], other, k_dim=1)  # a: [.., M, K] in every layout
-        _check_lane_offsets("b", b.shape[-2:], b_strides[1:], other, k_dim=0)  # b: [.., K, N]
-        # its row stride is its column count, N in every layout (the ragged one in 3d2d alone): fewer columns help
-        _check_lane_offsets("the output", out_shape[-2:], c_strides[1:],
-                            "split the call along N (the output's columns), one call per slice")  # fmt: skip
+    check_lane_offsets(a.shape[-2:], a_strides[1:], b.shape[-2:], b_strides[1:], out_shape, k, ragged)
     # TMA descriptors need 16-byte leading strides and start at each group's base: the ragged dimension must not be
     # an operand's contiguous one.
     # An operand broadcast along its rows or columns (a stride of 0, as `expand` makes) goes by pointers: a TMA

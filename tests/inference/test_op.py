@@ -225,6 +225,28 @@ def test_the_fake_refuses_strided_offsets_as_validate_does():
     torch._dynamo.reset()
 
 
+def test_the_fake_refuses_strides_whose_lane_offsets_overflow_as_validate_does():
+    """validate() refuses strides whose 32-bit lane offsets overflow (kernels/test_validate.py); the fake did not
+    check them, so such a call traced and was refused at its first run. On static shapes the fake now names the
+    same fault; a symbolic shape is left to validate() at the run (no guard on a stride's value). Meta tensors: the
+    2**24-column operand holds no memory."""
+    from autoheur.kernels.validate import validate
+
+    n = 2**24
+    b = torch.empty(n, 16, dtype=torch.float16, device="meta").t()  # [16, n] column-major: its own strides small
+    offs = torch.empty(1, dtype=torch.int32, device="meta")
+    a = torch.empty(1, 129, 16, dtype=torch.float16, device="meta")  # 129 output rows, each n elements apart
+    with pytest.raises(ValueError) as fake:
+        torch.ops.autoheur.grouped_mm(a, b, offs, None)
+    assert str(fake.value).startswith("the output has stride 16777216 along a dim of 129")
+    real_b = torch.empty(n, 16, dtype=torch.float16, device=DEVICE).t()  # empty: its pages never touched
+    with pytest.raises(ValueError) as eager:
+        validate(torch.zeros(1, 129, 16, dtype=torch.float16, device=DEVICE), real_b,
+                 torch.tensor([n], dtype=torch.int32, device=DEVICE))  # fmt: skip
+    assert str(fake.value) == str(eager.value)
+    assert torch.ops.autoheur.grouped_mm(a[:, :128], b, offs, None).shape == (128, n)  # 128 rows: within 32 bits
+
+
 @pytest.mark.parametrize("how", ["make_dual-api", "make_dual-op", "make_dual-requires-grad", "func.jvp-api"])
 def test_forward_mode_ad_is_refused_as_torch_refuses_it(how):
     """torch._grouped_mm has no forward-mode derivative and raises NotImplementedError on a dual input. The kernel
