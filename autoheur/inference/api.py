@@ -54,6 +54,14 @@ def _plain(a, b, offs=None) -> bool:
 _transforms_active = torch._C._are_functorch_transforms_active
 
 
+def _functionalizing() -> bool:
+    """Whether the innermost torch.func transform is functionalize, which runs no autograd.Function ("NYI:
+    Functionalize rule for custom_function_call"): a call there goes through the custom op, which it functionalizes,
+    grad mode on or off."""
+    top = torch._C._functorch.peek_interpreter_stack()
+    return top is not None and top.key() == torch._C._functorch.TransformType.Functionalize
+
+
 def _signature(a, b, offs, out_dtype) -> tuple | None:
     """Every tensor property `validate` reads and Triton specializes a compiled kernel on, or None when the fast path
     does not apply. Two calls with equal signatures validate to the same result (the offsets' values aside, which
@@ -162,7 +170,8 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
                 raise
             return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     if _transforms_active():  # wrapped inputs (sig failed on their pointers) or plain ones: see _transforms_active
-        if torch.is_grad_enabled():  # a grad transform below a vmap sees gradients its batched inputs do not show
+        # a grad transform below a vmap sees gradients its batched inputs do not show; functionalize takes the op
+        if torch.is_grad_enabled() and not _functionalizing():
             from autoheur.inference.op import _Transformed
 
             return _Transformed.apply(a, b, offs, out_dtype)

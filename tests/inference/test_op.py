@@ -281,6 +281,25 @@ def test_vmap_over_the_api_computes_each_slice():
     torch.testing.assert_close(got, torch.stack([reference_grouped_mm(x, b, offs) for x in a]), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_functionalize_over_the_api_computes_like_torch(grad_mode):
+    """torch.func.functionalize of a function that calls the API (make_fx(functionalize(f)) traces a graph so) failed
+    with grad mode on, the default: inside a transform the call went to the API's autograd.Function, which
+    functionalize does not run ("NYI: Functionalize rule for custom_function_call"). It goes through the custom op,
+    as it did with grad mode off, and make_fx records that op."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)
+    f = torch.func.functionalize(lambda x, y, o: grouped_mm(x, y, o))
+    with torch.set_grad_enabled(grad_mode):
+        for _ in range(2):  # the full path (tuning), then the cached call
+            torch.testing.assert_close(f(a, b, offs), reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
+        graph = make_fx(f)(a, b, offs)
+    assert "torch.ops.autoheur.grouped_mm.default" in graph.code
+
+
 @pytest.mark.parametrize("transform", ["grad", "vmap-requires-grad"])
 def test_torch_func_transforms_differentiate_the_api_like_torch(transform):
     """torch.func.grad (and jacrev, vmap over a call that needs gradients) refused the API's autograd.Function: "it
