@@ -53,6 +53,25 @@ def _plain(a, b, offs=None) -> bool:
 # the slow path only: the cached call finds out from its launch's failure (`_run_here`).
 _transforms_active = torch._C._are_functorch_transforms_active
 
+# How many TorchDispatchModes are active (FakeTensorMode, make_fx's proxy mode, a user's logging mode). A mode sees the
+# ops a call dispatches, and a kernel launch is none: FakeTensorMode's output has no memory (validate named it a zero
+# or functionalized tensor), make_fx's graph would hold the output's allocation alone (in the interpreter the launch
+# failed inside the mode). Such calls, and their backward's, go through the custom ops, which a mode sees (fake
+# implementation, graph node) and runs outside itself, on plain tensors.
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+def _is_tensor(t) -> bool:
+    return isinstance(t, torch.Tensor)
+
+
+def _dispatches(t: torch.Tensor) -> bool:
+    """Whether `t` is a tensor subclass with its own __torch_dispatch__ (fake, functional, wrapper tensors such as
+    torch.testing's TwoTensor): it has no memory of its own to launch on (validate read a null pointer), and runs the
+    custom op through its dispatch, on the tensors it wraps. A subclass without one (`Tensor.as_subclass`) has its
+    memory, and is launched on."""
+    return type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
 
 def _functionalizing() -> bool:
     """Whether the innermost torch.func transform is functionalize, which runs no autograd.Function ("NYI:
@@ -118,7 +137,7 @@ def grouped_mm(
         raise
     if forward_ad._current_level >= 0:  # inside a dual level (torch.func.jvp enters one too)
         _refuse_tangents(a, b)
-    if needs_grad or torch.compiler.is_compiling():
+    if needs_grad or torch.compiler.is_compiling() or _dispatch_modes():
         from autoheur.inference.op import differentiable_grouped_mm
 
         return differentiable_grouped_mm(a, b, offs, out_dtype)
@@ -175,6 +194,9 @@ def _run_here(a, b, offs, out_dtype, check_offsets: bool) -> torch.Tensor:
             from autoheur.inference.op import _Transformed
 
             return _Transformed.apply(a, b, offs, out_dtype)
+        return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
+    tensors = (a, b) if offs is None else (a, b, offs)
+    if sig is None and all(map(_is_tensor, tensors)) and any(map(_dispatches, tensors)):  # else validate names it
         return torch.ops.autoheur.grouped_mm(a, b, offs, out_dtype)
     call = validate(a, b, offs, out_dtype, check_offsets=check_offsets)
     out = torch.empty(call.out_shape, dtype=call.out_dtype, device=a.device)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 
-from autoheur.inference.api import _PLAIN, _plain, _transforms_active, grouped_mm_offsets_checked
+from autoheur.inference.api import _PLAIN, _dispatch_modes, _plain, _transforms_active, grouped_mm_offsets_checked
 from autoheur.inference.api import grouped_mm as _grouped_mm
 from autoheur.kernels.tail import zero_past_end
 from autoheur.kernels.validate import (
@@ -107,7 +107,7 @@ def _(t, offs, dim):
 def _zero_past_end(t: torch.Tensor, offs: torch.Tensor, dim: int) -> None:
     """zero_past_end_, eager tensors done directly (a custom op's dispatch is host time a backward on short problems
     feels); traced ones (fake, functional: subclasses) through the op."""
-    (_zero_tail if _plain(t, offs) else zero_past_end_)(t, offs, dim)
+    (_zero_tail if _plain(t, offs) and not _dispatch_modes() else zero_past_end_)(t, offs, dim)
 
 
 def _t(x: torch.Tensor) -> torch.Tensor:
@@ -140,7 +140,9 @@ def _grad_mm(p: torch.Tensor, q: torch.Tensor, offs: torch.Tensor | None, like: 
     the offsets, which the forward checked (autoheur.grouped_mm itself, differentiable, when the backward builds a
     graph: create_graph=True); traced ones go through the op."""
     mm = grouped_mm
-    if _plain(p, q, offs):  # the forward checked these offsets; with create_graph=True the API's autograd is needed
+    # the forward checked these offsets; with create_graph=True the API's autograd is needed; under a dispatch mode
+    # (api.py, _dispatch_modes), the op
+    if _plain(p, q, offs) and not _dispatch_modes():
         mm = _grouped_mm if torch.is_grad_enabled() else grouped_mm_offsets_checked
     if _transposed(like):
         out = mm(_t(q), _t(p), offs)
@@ -247,7 +249,7 @@ def differentiable_grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tens
     """`autoheur.grouped_mm` with autograd: the custom op while torch.compile traces, else the eager Function."""
     if torch.compiler.is_compiling():
         return grouped_mm(a, b, offs, out_dtype)
-    if not _plain(a, b, offs):
+    if not _plain(a, b, offs) or _dispatch_modes():  # a mode runs the op outside itself (api.py, _dispatch_modes)
         if not all(isinstance(x, torch.Tensor) for x in (a, b, a if offs is None else offs)):
             validate(a, b, offs, out_dtype)  # its error names the argument, where the op's schema check would not
         return grouped_mm(a, b, offs, out_dtype)

@@ -300,6 +300,61 @@ def test_functionalize_over_the_api_computes_like_torch(grad_mode):
     assert "torch.ops.autoheur.grouped_mm.default" in graph.code
 
 
+@pytest.mark.parametrize("tracing_mode", ["real", "fake"])
+def test_make_fx_records_the_api_and_its_backward_as_the_ops(tracing_mode):
+    """make_fx traces with a dispatch mode (its proxy mode, over fake tensors or real ones), which sees ops, not
+    kernel launches: the API launched on the real tensors inside it (a cached call too; in the interpreter the launch
+    failed inside the mode, on a GPU the graph would hold the output's allocation alone) or validated fake tensors
+    (their null pointers named as a zero or functionalized tensor). The forward, and the backward's two GEMMs and
+    zeroing, are recorded as the custom ops, and the graph computes as the reference does."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    torch.manual_seed(0)
+    a, b = torch.randn(20, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)  # rows 16..19 are past the end
+    w = torch.randn(20, 16)
+    grouped_mm(a, b, offs)  # a cached call for these properties: the fast path must not launch inside the mode
+
+    def step(mm):
+        def f(x, y, o, w):
+            return (mm(x, y, o), *torch.autograd.grad((mm(x, y, o) * w).sum(), (x, y)))
+
+        return f
+
+    x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
+    graph = make_fx(step(grouped_mm), tracing_mode=tracing_mode)(x, y, offs, w)
+    assert graph.code.count("torch.ops.autoheur.grouped_mm.default") == 4
+    assert "torch.ops.autoheur.zero_past_end_.default" in graph.code
+    got, want = graph(x, y, offs, w), step(reference_grouped_mm)(x, y, offs, w)
+    torch.testing.assert_close(got[0][:16], want[0][:16], atol=1e-4, rtol=1e-4)  # rows past the end: unspecified
+    for g, r in zip(got[1:], want[1:], strict=True):
+        torch.testing.assert_close(g, r, atol=1e-4, rtol=1e-4)
+
+
+def test_fake_and_wrapper_tensors_go_through_the_op():
+    """Tensors of a subclass with its own __torch_dispatch__ have no memory to launch on: under FakeTensorMode (shape
+    inference) the API refused every call, naming the offsets a zero or functionalized tensor (a mismatched K too),
+    and a wrapper subclass (torch.testing's TwoTensor) was refused so, where torch._grouped_mm computes both. They
+    go through the custom op: its fake implementation gives the output's shape or names the fault, and the wrapper's
+    dispatch runs it on the tensors it wraps."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 32), torch.randn(2, 32, 16)
+    offs = torch.tensor([8, 16], dtype=torch.int32)
+    with FakeTensorMode() as mode:
+        fa, fb, fo = (mode.from_tensor(t) for t in (a, b, offs))
+        out = grouped_mm(fa, fb, fo)
+        assert (out.shape, out.dtype) == ((16, 16), torch.float32)
+        with pytest.raises(ValueError, match=r"^mismatched K"):
+            grouped_mm(fa, fb[:, :16], fo)
+    got = grouped_mm(TwoTensor(a, 2 * a), b, offs)
+    assert type(got) is TwoTensor
+    torch.testing.assert_close(got.a, reference_grouped_mm(a, b, offs), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got.b, reference_grouped_mm(2 * a, b, offs), atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("transform", ["grad", "vmap-requires-grad"])
 def test_torch_func_transforms_differentiate_the_api_like_torch(transform):
     """torch.func.grad (and jacrev, vmap over a call that needs gradients) refused the API's autograd.Function: "it
