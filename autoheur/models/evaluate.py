@@ -402,7 +402,7 @@ def check_splits(splits: Sequence[str], datasets) -> None:
     known = {"group_kfold", "lomo", "cross_device"}
     known |= {f"{d}:{s}" for d in names for s in ("group_kfold", "lomo")}
     known |= {f"{a}->{b}" for a in names for b in names if a != b}
-    if list(splits) == ["cross_device"] and len(names) < 2:  # nothing to run (the default list has more)
+    if set(splits) == {"cross_device"} and len(names) < 2:  # nothing to run (the default list has more); or named twice
         raise ValueError("the cross_device split needs two datasets (--data twice), one device each")
     bad = [s for s in splits if s not in known]
     if bad or not splits:

@@ -473,6 +473,7 @@ def test_eval_refuses_a_mistyped_split_or_aux_dataset_before_any_data_loads(monk
         (["bogus"], (), "unknown splits"),
         (["h200:lomo"], (), "unknown splits"),
         (["cross_device"], (), "needs two datasets"),
+        (["cross_device", "cross_device"], (), "needs two datasets"),  # was an IndexError of the one-at-a-time path
         (["group_kfold"], ["h300"], "h300"),
     ):
         with pytest.raises(ValueError, match=match):
