@@ -18,9 +18,13 @@ from autoheur.collect.store import MANIFEST, PAST, RETIME_KINDS, DatasetStore, _
 def info(root: Path) -> dict:
     """Summary of a dataset directory, or of every dataset directly under `root` (e.g. `data/`)."""
     root = Path(root)
+    try:
+        one = (root / MANIFEST).exists()
+    except OSError as exc:  # a directory this user may not read
+        raise ValueError(f"{root} cannot be read ({exc.strerror or exc}): give a dataset this user can read") from None
     roots = (
         [root]
-        if (root / MANIFEST).exists()
+        if one
         else sorted(
             p.parent
             for p in root.glob(f"*/{MANIFEST}")

@@ -648,14 +648,18 @@ def check_retime_metadata(base: Metadata, meta: Metadata) -> None:
 
 def read_manifest(root: Path) -> Metadata:
     path = Path(root) / MANIFEST
-    if not path.exists():
-        raise ValueError(f"{root} has no {MANIFEST}: not an autoheur dataset")
+    try:
+        if not path.exists():
+            raise ValueError(f"{root} has no {MANIFEST}: not an autoheur dataset")
+        text = path.read_bytes()
+    except OSError as exc:  # a directory this user may not read, or a manifest that is not a file
+        raise ValueError(f"{path} cannot be read ({exc.strerror or exc}): give a dataset this user can read") from None
     fix = (
         f"restore it from git (git checkout -- {path}) or from the dataset it was copied from (every Parquet file of "
         "the dataset carries the same metadata, under the key 'autoheur')"
     )
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(text.decode())
     except ValueError as exc:  # not JSON (cut short, garbled), or not text
         raise ValueError(f"{path} is corrupt ({type(exc).__name__}: {exc}); {fix}") from None
     if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):

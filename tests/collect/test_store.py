@@ -823,6 +823,32 @@ def test_a_garbled_manifest_is_refused_naming_it(tmp_path, text):
         DatasetStore.load(tmp_path / "d")
 
 
+def test_an_unreadable_dataset_is_refused_naming_it(tmp_path, monkeypatch, capsys):
+    """A dataset this user may not read (a directory without read permission, a manifest that is no file) was a raw
+    OSError traceback from `autoheur eval` and `autoheur data ...`; now refused as a bad dataset is, naming it."""
+    import pathlib
+
+    from autoheur.cli import main
+    from autoheur.collect.info import info
+
+    (tmp_path / "d" / MANIFEST).mkdir(parents=True)  # root reads any file: a directory in its place fails as well
+    for argv in (["data", "ids"], ["data", "pack"], ["data", "info"], ["data", "merge", "--into", str(tmp_path / "m")],
+                 ["eval", "--data"]):  # fmt: skip
+        assert main([*argv, str(tmp_path / "d")]) == 2, argv
+        assert f"{tmp_path / 'd' / MANIFEST} cannot be read (Is a directory)" in capsys.readouterr().err, argv
+    locked, exists = tmp_path / "locked", pathlib.Path.exists
+
+    def no_access(self):
+        if locked in self.parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return exists(self)
+
+    monkeypatch.setattr(pathlib.Path, "exists", no_access)
+    for read in (DatasetStore.load, info):
+        with pytest.raises(ValueError, match=r"locked.* cannot be read \(Permission denied\)"):
+            read(locked)
+
+
 def test_a_problem_in_two_packs_is_refused_naming_both(tmp_path):
     """A pack copied in beside another that lists the same problems (from another collection, with other rows) was
     read as whichever name sorted last; now refused, as is the same for a pass's packs."""
