@@ -426,7 +426,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     aux = dict(aux_for=args.aux_for or (), aux_new_only=args.aux_new_only, aux_problems=args.aux_problems,
                fold_seed=args.fold_seed)  # fmt: skip
-    why = _cannot_write(Path(args.report), "--report", directory=True) if args.report else None
+    empty = [o for o, v in (("--report", args.report), ("--aux-problems", args.aux_problems)) if v == ""]
+    why = f"{empty[0]} '' names no path: give one, or leave {empty[0]} out" if empty else None  # else: unheeded
+    if why is None and args.report:
+        why = _cannot_write(Path(args.report), "--report", directory=True)
     if why is None and args.report and (Path(args.report) / "report.md").exists():  # a kept record, written over
         why = f"--report {args.report} holds a report already (report.md): give a new directory, or remove it first"
     if why:

@@ -224,6 +224,10 @@ def test_train_and_eval_refuse_an_output_they_cannot_write_before_the_work(tmp_p
     assert main(["eval", *data, "--report", str(kept)]) == 2
     assert f"--report {kept} holds a report already (report.md)" in capsys.readouterr().err
     assert (kept / "report.md").read_text() == "# an earlier evaluation\n"
+    # an empty --report wrote no report, an empty --aux-problems kept every auxiliary problem: each silently
+    for extra in (["--report", ""], ["--aux-for", "x", "--aux-problems", ""]):
+        assert main(["eval", *data, *extra]) == 2
+        assert f"{extra[-2]} '' names no path: give one, or leave {extra[-2]} out" in capsys.readouterr().err
 
 
 def test_a_shapes_path_that_is_no_text_file_is_refused(tmp_path, capsys):
