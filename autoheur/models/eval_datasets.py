@@ -5,6 +5,7 @@ parses and prints; this is the job."""
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +146,9 @@ def eval_datasets(
     for name in models:  # before the data loads (a model fits on more rows a problem than too few to load)
         check_thinned(make_model(name, **params.get(name, {})), rows, f"the auxiliary data ({', '.join(thin)})")
     for d in paths.values():  # each dataset's space, kernel and problems, before minutes of loading the first one
-        checked_store(d, allow_stale_kernel)
+        with warnings.catch_warnings():  # a config-subset trial is warned of as it loads: not twice
+            warnings.simplefilter("ignore")
+            checked_store(d, allow_stale_kernel)
     if only_cross_device(splits) and not aux_for:  # one dataset in memory at a time (the same figures)
         return _cross_device_run(paths, models, splits, params, allow_stale_kernel, t0, family)
     sets = {name: load_ranking_set(d, allow_stale_kernel, thin=rows if name in thin else None)

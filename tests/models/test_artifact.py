@@ -551,6 +551,29 @@ def test_eval_refuses_a_dataset_it_cannot_use_before_loading_any(mini_dataset, t
         assert "holds no problems yet" in capsys.readouterr().err and not loads
 
 
+def test_eval_warns_of_a_config_subset_trial_once(mini_dataset, tmp_path):
+    """The check of every --data before the first load warned of a config-subset trial, and its load again: the same
+    warning twice, from two places."""
+    import warnings
+
+    import pyarrow.parquet as pq
+
+    from autoheur.models import eval_datasets as eval_job
+
+    trial = shutil.copytree(mini_dataset, tmp_path / "h100-trial")  # as if timed over a subset: manifest and parts
+    record = json.loads((trial / MANIFEST).read_text())
+    record["metadata"]["configs"] = "sample:3:seed0"
+    (trial / MANIFEST).write_text(json.dumps(record))
+    for part in trial.glob("part-*.parquet"):
+        table = pq.read_table(part)
+        meta = {**json.loads(table.schema.metadata[b"autoheur"]), "configs": "sample:3:seed0"}
+        pq.write_table(table.replace_schema_metadata({b"autoheur": json.dumps(meta)}), part)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")  # as a user sees them: once a place
+        eval_job.eval_datasets([trial], ["fixed_list"], ["h100:group_kfold"])
+    assert sum("a trial over a config subset (sample:3:seed0)" in str(w.message) for w in seen) == 1
+
+
 def test_train_with_auxiliary_data_of_another_device(mini_dataset, tmp_path, mini_of):
     """--aux: another device's problems train too (as queries of their own) and the metadata says so; the held-out
     figures and the fallback list stay the device's own. The same device, or another kernel family, is refused."""
