@@ -328,6 +328,13 @@ def cmd_data_pack(args: argparse.Namespace) -> int:
     return _data_pass("pack", run)
 
 
+def _named_empty(*options: tuple[str, str | None]) -> str | None:
+    """The refusal of the first (option, value) whose value is '' (a path option naming no path, which the command
+    took as not given: its default used, or nothing written), or None."""
+    empty = [o for o, v in options if v == ""]
+    return f"{empty[0]} '' names no path: give one, or leave {empty[0]} out" if empty else None
+
+
 def _cannot_write(path: Path, what: str, directory: bool = False) -> str | None:
     """Why `path` (a file, or a directory when `directory`) cannot be written, checked before the work that ends in
     writing it (a fit, an evaluation: minutes), or None. Its missing parents are made later, as the writers do.
@@ -357,7 +364,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     first = Path(os.environ.get("AUTOHEUR_MODELS_DIR") or MODELS_DIR)  # where lookups look first (made if missing)
     # `--data .` or `..`: the directory's name (lexically: a link to a dataset is named as given, not by its target)
     out = Path(args.out) if args.out else first / f"{Path(os.path.abspath(data)).name}.joblib"
-    why = _cannot_write(out, "--out" if args.out else "the default --out")
+    why = _named_empty(("--out", args.out), ("--heldout-problems", args.heldout_problems),
+                       ("--aux-problems", args.aux_problems))  # fmt: skip
+    why = why or _cannot_write(out, "--out" if args.out else "the default --out")
     if why is None and out.suffix == ".json":  # the side-car's name: model and side-car would be one file
         why = f"--out {out}: .json is the model's side-car; give the model a .joblib path"
     if why is None and args.heldout_problems:
@@ -426,8 +435,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     models = model_names(args.models)
     aux = dict(aux_for=args.aux_for or (), aux_new_only=args.aux_new_only, aux_problems=args.aux_problems,
                fold_seed=args.fold_seed)  # fmt: skip
-    empty = [o for o, v in (("--report", args.report), ("--aux-problems", args.aux_problems)) if v == ""]
-    why = f"{empty[0]} '' names no path: give one, or leave {empty[0]} out" if empty else None  # else: unheeded
+    why = _named_empty(("--report", args.report), ("--aux-problems", args.aux_problems))
     if why is None and args.report:
         why = _cannot_write(Path(args.report), "--report", directory=True)
     if why is None and args.report and (Path(args.report) / "report.md").exists():  # a kept record, written over

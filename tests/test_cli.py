@@ -228,6 +228,10 @@ def test_train_and_eval_refuse_an_output_they_cannot_write_before_the_work(tmp_p
     for extra in (["--report", ""], ["--aux-for", "x", "--aux-problems", ""]):
         assert main(["eval", *data, *extra]) == 2
         assert f"{extra[-2]} '' names no path: give one, or leave {extra[-2]} out" in capsys.readouterr().err
+    # train: an empty --out saved the model at the default path, the others were ignored, each silently
+    for extra in (["--out", ""], ["--heldout-problems", ""], ["--aux", "x", "--aux-problems", ""]):
+        assert main(["train", *data, *extra]) == 2
+        assert f"{extra[-2]} '' names no path: give one, or leave {extra[-2]} out" in capsys.readouterr().err
 
 
 def test_a_shapes_path_that_is_no_text_file_is_refused(tmp_path, capsys):

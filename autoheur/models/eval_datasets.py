@@ -210,8 +210,9 @@ def write_eval_report(
 ) -> Path:
     """The run's tables (per_problem.csv.gz, summary.csv, fits.csv) under `out`, and its markdown report with plots
     and the default ranker's feature importances (fitted on the first dataset of `data` that is not only auxiliary
-    training data, whose problems the tuning cost counts too; without matplotlib, report.py writes the report as
-    tables and says so)."""
+    training data, whose problems the tuning cost counts too; where every split was cross-device, `run.basis`: the
+    first training side's, its importances from that split's own fit; without matplotlib, report.py writes the
+    report as tables and says so)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run.per_problem.to_csv(out / "per_problem.csv.gz", index=False)  # compression from the suffix
