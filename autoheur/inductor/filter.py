@@ -5,7 +5,8 @@ Decision, per autotuning call (one list of choices):
   - no model, a problem that cannot be read, a problem outside the model's training range by more than
     RANGE_MARGIN of a feature's span there, or k or fewer template choices: untouched (logged at INFO with the reason);
   - otherwise: every non-template choice (ATen and any other backend) in its place, plus the k template choices the
-    model scores best (their order in the list kept), logged at INFO.
+    model scores best (their order in the list kept), logged at INFO;
+  - the filter itself raising (a model's ranker or range check failing): untouched, warned of once per filter.
 Symbolic sizes (dynamic shapes: torch.compile recompiles so on a second row count) are read at Inductor's size hints,
 at which Inductor itself benchmarks the choices and picks one kernel for every size. It skips its pruning by rows per
 group then, so the model ranks only the choices a static shape of the hinted sizes is offered (Inductor's own pruning
@@ -61,13 +62,25 @@ class ChoiceFilter:
             raise TypeError(f"device must be a DeviceSpec or its to_dict() (or None: the model's), got {device!r}")
         self.model, self.top_k, self.device, self.range_margin = model, top_k, device, range_margin
         self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
+        self.failed = False  # the filter raised on a list (left whole): warned of once
 
     def __call__(self, choices: list) -> list:
         kwargs = [template_kwargs(c) for c in choices]
         templates = [(i, config_from_kwargs(kw)) for i, kw in enumerate(kwargs) if kw is not None]
         if not templates:
             return choices
-        keep, why = self._select(choices, templates)
+        try:
+            keep, why = self._select(choices, templates)
+        except Exception as exc:  # a model or a choice this code does not expect: never an error inside torch.compile
+            keep, why = list(range(len(choices))), f"filter failed ({type(exc).__name__}: {exc}): full list"
+            if not self.failed:
+                self.failed = True
+                warnings.warn(
+                    f"autoheur.inductor: the grouped_mm choice filter failed ({type(exc).__name__}: {exc}); Inductor "
+                    "autotunes its whole choice list instead (each such list is logged at INFO, and in "
+                    "ChoiceFilter.decisions)",
+                    stacklevel=2,
+                )
         record = {"choices": len(choices), "templates": len(templates), "kept": len(keep), "why": why}
         self.decisions.append(record)
         log.info("autoheur.inductor: grouped_mm: kept %d of %d choices (%s)", len(keep), len(choices), why)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+import torch
 
 from autoheur.inductor import ChoiceFilter, disable, enable, grid_configs, inductor_problem, template_config
 from autoheur.inductor.choices import ChoicesRead, even_split, tile_key
@@ -127,6 +128,25 @@ def test_a_model_whose_extrapolation_takes_no_margin_still_filters(hopper, outsi
         assert why == "outside the model's training range (log2_call_k=8 (trained on 1..7)): full list"
     else:
         assert len(rec.lists[0]) == 6 and "within the range margin" not in why
+
+
+def test_a_filter_that_raises_leaves_the_list_whole_and_warns_once(hopper):
+    """A model whose ranking raises (or a range check that does) failed the user's torch.compile with an InductorError
+    from inside the lowering: the list is left whole, the compile goes on, and it is warned of once per filter."""
+
+    def boom(problem, configs, device):
+        raise RuntimeError("a broken ranker")
+
+    model = ScoreByTile()
+    model.ranker = type("Ranker", (), {"rank": staticmethod(boom)})
+    flt = ChoiceFilter(model, top_k=5)
+    with pytest.warns(UserWarning, match="filter failed \\(RuntimeError: a broken ranker\\)") as w:
+        first = lowered_with(flt)
+        torch._dynamo.reset()  # lowered again, not served from dynamo's cache
+        second = lowered_with(flt)
+    assert sum("filter failed" in str(x.message) for x in w) == 1
+    assert len(first.lists[0]) == len(second.lists[0]) == flt.decisions[0]["choices"] > 6
+    assert [d["why"] for d in flt.decisions] == ["filter failed (RuntimeError: a broken ranker): full list"] * 2
 
 
 def test_an_operand_layout_never_trained_on_is_not_said_to_be_past_a_margin(hopper):
