@@ -43,6 +43,7 @@ class ChoiceFilter:
         """Arguments checked here, when `enable()` is called: a wrong one otherwise surfaced inside torch.compile's
         lowering (a path as the model, a device name), or filtered Inductor's grid with a model of another space."""
         from autoheur.device import DeviceSpec
+        from autoheur.features.device import device_params
         from autoheur.models.artifact import TrainedModel, check_margin
 
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
@@ -60,6 +61,11 @@ class ChoiceFilter:
             device = device.to_dict()
         if device is not None and (not isinstance(device, dict) or not device):
             raise TypeError(f"device must be a DeviceSpec or its to_dict() (or None: the model's), got {device!r}")
+        if device is not None and isinstance(model, TrainedModel):
+            try:  # what its ranking reads of the device: else refused only inside torch.compile's lowering
+                device_params(device)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"device {device!r} cannot be ranked on: {exc}") from None
         self.model, self.top_k, self.device, self.range_margin = model, top_k, device, range_margin
         self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
         self.failed = False  # the filter raised on a list (left whole): warned of once

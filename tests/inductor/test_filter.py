@@ -395,6 +395,11 @@ def test_enable_refuses_a_wrong_model_or_device_at_once():
     for device in ("h100", {}):
         with pytest.raises(TypeError, match="device must be a DeviceSpec"):
             ChoiceFilter(inductor, device=device)
+    # a device without the fields the ranking reads: refused here, not at each grouped_mm list's ranking
+    with pytest.raises(ValueError, match="cannot be ranked on: device mapping lacks \\['sm_count'"):
+        ChoiceFilter(inductor, device={"name": "NVIDIA H100 80GB HBM3"})
+    with pytest.raises(ValueError, match="cannot be ranked on: invalid literal"):
+        ChoiceFilter(inductor, device={**H100_SXM.to_dict(), "sm_count": "many"})
     with pytest.raises(ValueError, match="top_k=True"):
         ChoiceFilter(inductor, top_k=True)
     assert ChoiceFilter(inductor, device=H100_SXM).device == H100_SXM.to_dict()
