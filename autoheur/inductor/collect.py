@@ -5,7 +5,8 @@ builds its choices (ATen plus its Triton template over the grid, pruned by its o
 them, and hands every choice's time to a feedback saver (`torch._inductor.select_algorithm.add_feedback_saver`). Each
 template choice becomes one row under its twin config id (choices.py); grid configs Inductor pruned for the problem are
 recorded as `invalid` (never offered), and choices that failed (an infinite time) as `compile_error`. The ATen time
-goes to the run log.
+goes to the run log. Where Inductor timed no template choice at all (it offered or kept ATen alone), the problem is
+refused rather than recorded as every config `invalid`.
 
 The problem recorded is the one Inductor benchmarks: the workload problem's shapes with offsets split evenly
 (`inductor_problem`), since Inductor never sees the routing. Timings are Inductor's benchmarker's, one figure per
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 import torch
 
 from autoheur.collect.timing import Timing
-from autoheur.inductor.choices import even_split, grid_configs, offsets_decrease, template_config
+from autoheur.inductor.choices import TEMPLATE_PREFIX, even_split, grid_configs, offsets_decrease, template_config
 from autoheur.kernels.config import KernelConfig, Ragged
 from autoheur.problem import Problem
 
@@ -95,6 +96,13 @@ def results_from_timings(timings: dict, grid: Sequence[KernelConfig] | None = No
                 aten_ms = float(ms)
             continue
         measured[cfg.config_id] = float(ms)
+    if not any(str(getattr(c, "name", "")).startswith(TEMPLATE_PREFIX) for c in timings):
+        # else every grid config recorded `invalid` (never offered) and the problem counted as done
+        raise ValueError(
+            "Inductor timed no grouped_mm template choice for this problem: its max-autotune offered or kept ATen "
+            "alone (a GPU below sm_90, torch._inductor.config.deterministic, or a preprocessing function removing "
+            "them); collect on an H100/H200 with those off"
+        )
     unknown = set(measured) - {c.config_id for c in grid}
     if unknown:
         raise ValueError(f"Inductor timed configs outside its grid as installed: {sorted(unknown)[:3]}")

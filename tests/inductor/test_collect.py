@@ -87,6 +87,19 @@ def test_timings_outside_the_grid_are_refused():
         results_from_timings({Fake(): 1.0})
 
 
+def test_timings_without_a_template_choice_are_refused(hopper):
+    """Inductor's max-autotune timing ATen alone, or nothing (one choice left: a GPU below sm_90, its deterministic
+    mode, a preprocessing function removing the templates), recorded all 144 grid configs `invalid` (never offered)
+    and the problem as done: refused, naming the causes."""
+    rec = Recorder()
+    compile_and_run(rec, inputs=PROBLEM.make_inputs("cpu"))
+    aten = rec.lists[0][0]
+    assert template_config(aten) is None
+    for timings in ({aten: 0.05}, {}):
+        with pytest.raises(ValueError, match="timed no grouped_mm template choice for this problem"):
+            results_from_timings(timings)
+
+
 def test_inductor_family_refusals(tmp_path):
     with pytest.raises(ValueError, match="family"):
         CollectOptions(family="cutlass")
