@@ -39,6 +39,8 @@ RANGE_MARGIN = 0.02
 class ChoiceFilter:
     """Callable on Inductor's choice list; see the module docstring."""
 
+    lists_seen = 0  # grouped_mm choice lists every filter of the process has seen (_Scope: did its block see one)
+
     def __init__(self, model=None, top_k: int = 10, device: dict | None = None, range_margin: float = RANGE_MARGIN):
         """Arguments checked here, when `enable()` is called: a wrong one otherwise surfaced inside torch.compile's
         lowering (a path as the model, a device name), or filtered Inductor's grid with a model of another space."""
@@ -89,6 +91,7 @@ class ChoiceFilter:
                 )
         record = {"choices": len(choices), "templates": len(templates), "kept": len(keep), "why": why}
         self.decisions.append(record)
+        ChoiceFilter.lists_seen += 1
         log.info("autoheur.inductor: grouped_mm: kept %d of %d choices (%s)", len(keep), len(choices), why)
         return [choices[i] for i in keep]
 
@@ -180,11 +183,10 @@ def registry(attr: str = "preprocessing_fns") -> list | None:
 def enable(
     model=None, top_k: int = 10, device: dict | None = None, range_margin: float = RANGE_MARGIN
 ) -> contextlib.AbstractContextManager:
-    """Install the filter (replacing one installed before); usable as a context manager that removes it on exit.
-    It acts while Inductor lowers a graph: torch.compile does that on a function's first call (or a recompile), not
-    where the function is wrapped, so with `with` make that call inside the block."""
-    from torch._inductor import select_algorithm as sa
-
+    """Install the filter (replacing one installed before); usable as a context manager whose exit removes it and
+    puts back the filter it replaced, if any (an `enable()` without `with` stays until `disable()`, a block inside its
+    reach too). It acts while Inductor lowers a graph: torch.compile does that on a function's first call (or a
+    recompile), not where the function is wrapped, so with `with` make that call inside the block."""
     if model is None:
         model = default_model()
         if model is None:
@@ -195,10 +197,17 @@ def enable(
             )
     # its arguments checked before the filter installed now is removed
     flt = ChoiceFilter(model, top_k, device, range_margin)
+    replaced = _ACTIVE[-1] if _ACTIVE else None
     disable()
+    _install(flt)
+    return _Scope(flt, replaced)
+
+
+def _install(flt: ChoiceFilter) -> None:
+    from torch._inductor import select_algorithm as sa
+
     sa.add_preprocessing_fn(flt)
     _ACTIVE.append(flt)
-    return _Scope(flt)
 
 
 def disable() -> None:
@@ -215,12 +224,22 @@ def disable() -> None:
 
 
 class _Scope(contextlib.AbstractContextManager):
-    def __init__(self, flt: ChoiceFilter):
-        self.filter = flt
+    """`enable()`'s block: its exit removes the block's filter and puts back the one it replaced. Where the block's
+    filter is no longer the installed one (a `disable()` or another `enable()` without `with` inside the block), the
+    exit leaves what is installed as it is. Before, the exit removed whatever filter was installed: a block inside the
+    reach of an `enable()` without `with` left no filter after it."""
+
+    def __init__(self, flt: ChoiceFilter, replaced: ChoiceFilter | None = None):
+        self.filter, self.replaced = flt, replaced
+        self.lists_before = ChoiceFilter.lists_seen
 
     def __exit__(self, exc_type, *exc) -> None:
-        disable()
-        if exc_type is None and not self.filter.decisions:  # the README's first example did this, and filtered nothing
+        if _ACTIVE and _ACTIVE[-1] is self.filter:
+            disable()
+            if self.replaced is not None:
+                _install(self.replaced)
+        seen = ChoiceFilter.lists_seen > self.lists_before  # by this block's filter or one of a block inside it
+        if exc_type is None and not seen:  # the README's first example did this, and filtered nothing
             warnings.warn(
                 "autoheur.inductor.enable(): no grouped_mm choice list reached the filter in this block, so it "
                 "narrowed nothing. torch.compile compiles on a function's first call, not where it is wrapped: make "

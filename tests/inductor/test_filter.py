@@ -76,6 +76,32 @@ def test_a_block_that_lowers_no_grouped_mm_says_it_narrowed_nothing(hopper):
             raise KeyError("a failure inside the block")
 
 
+def test_a_block_puts_back_the_filter_it_replaced(hopper):
+    """An `enable()` without `with` stays until `disable()` (README): a `with enable(...)` block inside its reach
+    removed every filter on exit, so the first one was gone after the block. Now the exit puts back the one the block
+    replaced, and an outer block whose inner block saw the lists does not warn that it narrowed nothing."""
+    from autoheur.inductor import filter as filt
+
+    fns = sa.get_algorithm_selector_cache().preprocessing_fns
+    try:
+        outer = enable(model=ScoreByTile(), top_k=5).filter
+        with enable(model=ScoreByTile(), top_k=3) as inner:
+            assert filt._ACTIVE == [inner.filter] and outer not in fns
+        assert filt._ACTIVE == [outer] and outer in fns and inner.filter not in fns
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*no grouped_mm choice list")  # the inner block filtered
+            with enable(model=ScoreByTile(), top_k=5) as mid:
+                with enable(model=ScoreByTile(), top_k=4) as innermost:
+                    compile_and_run(Recorder())
+        assert innermost.filter.decisions and not mid.filter.decisions
+        assert filt._ACTIVE == [outer]
+        with enable(model=ScoreByTile(), top_k=5):  # a disable() inside the block: nothing comes back at its exit
+            disable()
+        assert filt._ACTIVE == [] and not any(isinstance(f, ChoiceFilter) for f in fns)
+    finally:
+        disable()
+
+
 def lowered_with(flt: ChoiceFilter) -> Recorder:
     """The test block lowered with `flt` installed alone (no enable(): a filter built here), then removed."""
     rec = Recorder()
