@@ -104,8 +104,11 @@ def _cannot_collect_here(problems, family: str) -> str | None:
 
     from autoheur.kernels.validate import interpreting
 
-    if family == "inductor" and not torch.cuda.is_available():
-        return "no CUDA GPU here: the Inductor family is timed by Inductor's own max-autotune on a GPU"
+    if family == "inductor":
+        from autoheur.inductor.collect import why_no_template_here
+
+        if why := why_no_template_here():
+            return why
     if torch.cuda.is_available() and not interpreting():
         return None
     if not interpreting():

@@ -603,14 +603,25 @@ def collect(
 ) -> dict:
     """Collect `problems` (this shard's share) into the dataset at `root`; returns a summary of the run. One run into
     a directory at a time (`store.one_writer`: a second is refused with a ValueError)."""
+    if opts.family == "inductor":  # before the directory is made (one_writer)
+        _check_inductor_here()
     with contextlib.ExitStack() as held:
         held.enter_context(one_writer(Path(root)))
         return _collect(problems, root, opts, new=new, gpus=gpus, shard_spec=shard_spec, log=log, held=held)
 
 
-def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextlib.ExitStack) -> dict:
-    if opts.family == "inductor" and (interpreting() or not torch.cuda.is_available()):
+def _check_inductor_here() -> None:
+    """ValueError where this host cannot time Inductor's grouped_mm template: no CUDA GPU (or the interpreter), or one
+    Inductor offers the template on none of (below sm_90, ROCm)."""
+    from autoheur.inductor.collect import why_no_template_here
+
+    if interpreting() or not torch.cuda.is_available():
         raise ValueError("the inductor family needs a CUDA GPU: Inductor offers its grouped_mm template only there")
+    if why := why_no_template_here():
+        raise ValueError(f"the inductor family cannot be collected here: {why}")
+
+
+def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextlib.ExitStack) -> dict:
     t0 = time.time()
     deadline = t0 + opts.time_limit_s if opts.time_limit_s else None
     ids = [problem_id(p) for p in problems]

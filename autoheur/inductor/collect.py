@@ -118,6 +118,21 @@ def results_from_timings(timings: dict, grid: Sequence[KernelConfig] | None = No
     return results, aten_ms
 
 
+def why_no_template_here() -> str | None:
+    """Why Inductor offers no grouped_mm Triton template on this host, or None. Its rule (torch/_inductor/kernel/
+    mm_grouped.py, `can_use_triton_kernel`): a CUDA GPU of sm_90 or newer, not ROCm. Elsewhere max-autotune times ATen
+    alone, and a collection would find that out problem by problem (`results_from_timings` refuses it)."""
+    if not torch.cuda.is_available():
+        return "no CUDA GPU here: the Inductor family is timed by Inductor's own max-autotune on a GPU"
+    if torch.version.hip:
+        return "a ROCm GPU: Inductor offers its grouped_mm Triton template on CUDA GPUs of sm_90 or newer only"
+    major, minor = torch.cuda.get_device_capability(0)
+    if (major, minor) < (9, 0):
+        return (f"this GPU is sm_{major}{minor}: Inductor offers its grouped_mm Triton template on sm_90 or newer only "
+                "(an H100 or H200)")  # fmt: skip
+    return None
+
+
 def measure(problem: Problem, device: torch.device):
     """One problem's rows and run-log figures: Inductor's autotuning of it, every grid config accounted for."""
     timings, wall = autotune_timings(problem, device)

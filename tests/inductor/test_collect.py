@@ -100,6 +100,33 @@ def test_timings_without_a_template_choice_are_refused(hopper):
             results_from_timings(timings)
 
 
+def test_a_gpu_without_inductors_template_is_refused_before_any_problem(tmp_path, monkeypatch, capsys):
+    """Inductor offers its grouped_mm template on CUDA GPUs of sm_90 and newer only (mm_grouped.can_use_triton_kernel):
+    on an A100 or a ROCm GPU the collection timed ATen alone, found out problem by problem. Refused before any work
+    (the GPU simulated: CUDA said available, its capability and ROCm patched)."""
+    import autoheur.collect.runner as runner
+    from autoheur.cli import main
+    from autoheur.inductor.collect import why_no_template_here
+
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [64, 64], "n": 128, "k": 128, "dtype": "bfloat16"}\n')
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(runner, "interpreting", lambda: False)
+    for cap, hip, message in (((8, 0), None, "this GPU is sm_80"), ((9, 0), "6.2", "a ROCm GPU")):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, cap=cap: cap)
+        monkeypatch.setattr(torch.version, "hip", hip)
+        assert message in why_no_template_here()
+        assert main(["collect", "--family", "inductor", "--shapes", str(shapes), "--out", str(tmp_path / "d")]) == 2
+        assert message in capsys.readouterr().err
+        with pytest.raises(ValueError, match=f"cannot be collected here: {message}"):
+            collect([PROBLEM], tmp_path / "x", CollectOptions(family="inductor"))
+        assert not (tmp_path / "d").exists() and not (tmp_path / "x").exists()
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(torch.version, "hip", None)
+    assert why_no_template_here() is None
+
+
 def test_inductor_family_refusals(tmp_path):
     with pytest.raises(ValueError, match="family"):
         CollectOptions(family="cutlass")
