@@ -384,7 +384,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only, aux_share=args.aux_share,
             rounds=args.rounds, aux_problems=args.aux_problems,
         )  # fmt: skip
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:  # OSError: a file of the dataset this user cannot read
         print(f"autoheur train: {exc}", file=sys.stderr)
         return 2
     replaced = _replaced(out)
@@ -451,7 +451,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             args.data, models, _csv(args.splits), aux_share=args.aux_share, aux_rows=args.aux_rows, rounds=args.rounds,
             allow_stale_kernel=args.allow_stale_kernel, **aux,
         )  # fmt: skip
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, OSError) as exc:  # OSError: a file of a dataset this user cannot read
         print(f"autoheur eval: {exc}", file=sys.stderr)
         return 2
     cols = ["split", "subset", "model", "n_problems", "eff_best10_geomean", "eff_best10_p10", "eff_best10_min",

@@ -309,6 +309,24 @@ def test_layouts_and_dtypes_beside_a_fixed_workload_are_refused(capsys):
     assert len(listed) == 3 and all(" float32 " in line for line in listed)
 
 
+def test_train_and_eval_say_which_file_they_could_not_read(tmp_path, capsys, monkeypatch):
+    """A part file this user may not read (or any OSError while the data load) ended train and eval in a raw
+    traceback: both caught ValueError and FileNotFoundError alone. Now the error is said, naming the file."""
+    import autoheur.models.eval_datasets as eval_job
+    import autoheur.models.train as train_mod
+
+    def denied(*a, **k):
+        raise PermissionError(13, "Permission denied", "data/x/part-0.parquet")
+
+    monkeypatch.setattr(train_mod, "train", denied)
+    monkeypatch.setattr(eval_job, "eval_datasets", denied)
+    data = ["--data", str(tmp_path / "ds")]
+    assert main(["train", *data, "--out", str(tmp_path / "m.joblib")]) == 2
+    assert "autoheur train: [Errno 13] Permission denied: 'data/x/part-0.parquet'" in capsys.readouterr().err
+    assert main(["eval", *data]) == 2
+    assert "autoheur eval: [Errno 13] Permission denied: 'data/x/part-0.parquet'" in capsys.readouterr().err
+
+
 def test_a_dataset_without_problems_is_refused_by_name(tmp_path, capsys):
     """A manifest and no rows (a collection begun, or killed before its first problem): train said 'max() arg is an
     empty sequence'."""
