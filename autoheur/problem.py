@@ -231,6 +231,9 @@ def split_rows(total: int, groups: int, gen: torch.Generator, low: float = 0.5, 
     w = torch.empty(groups).uniform_(low, high, generator=gen)
     raw = w / w.sum() * total
     sizes = raw.floor().long()
+    if not 0 <= total - int(sizes.sum()) <= groups:  # float32 past 2**24 rows: 16,777,219 read as 16,777,220
+        raw = w.double() / w.double().sum() * total  # (only then: every draw that summed exactly stays the same)
+        sizes = raw.floor().long()
     rest = total - int(sizes.sum())
     order = torch.argsort(raw - sizes, descending=True)[:rest]
     sizes[order] += 1
