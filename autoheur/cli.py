@@ -493,6 +493,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
             if rec.get("layout") == "2d2d":  # the weight gradient's majors (x.t() column-major, dy row-major)
                 rec = {"a_major": "m", "b_major": "n", **rec}
             problem = problem_from_record(rec, default_name="command line")
+        if not problem.launches:  # as tune skips it: the run time returns the empty output before any tuning
+            what = "rows" if problem.layout == "2d3d" else "columns"
+            raise ValueError(
+                f"{problem.layout} with no {what} (the sizes sum to 0) never launches the kernel: its output is "
+                f"empty, there is no config to predict; give --sizes or --total with {what}"
+            )
     except (ValueError, TypeError) as exc:
         print(f"autoheur predict: {exc}", file=sys.stderr)
         return 2

@@ -158,6 +158,21 @@ def test_predict_gives_a_weight_gradient_the_backwards_majors_and_shows_them(cap
     assert "layout 2d3d takes n, k; m is the sum of the groups' sizes" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--sizes", "0,0", "--n", "32", "--k", "32"],
+        ["--layout", "3d2d", "--groups", "4", "--total", "0", "--m", "32", "--k", "32"],
+    ],
+)
+def test_predict_refuses_a_problem_that_never_launches_the_kernel(capsys, argv):
+    """No rows (2d3d) or columns (3d2d): the output is empty and the run time returns it before any tuning, as tune
+    skips it; predict ranked ten configs and scores for it as if they ran."""
+    assert main(["predict", *argv, "--device", "h100", "--json"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "never launches the kernel" in out.err
+
+
 def test_predict_device_presets_in_any_case(capsys):
     assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--device", "H100", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
