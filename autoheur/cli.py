@@ -470,6 +470,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from autoheur.collect.shapes import problem_from_record
     from autoheur.device import INTERPRETER_NAME
     from autoheur.inference.tuner import check_settings
+    from autoheur.kernels.config import KernelConfig
     from autoheur.kernels.validate import interpreting
     from autoheur.models.artifact import TrainedModel, fallback_list, feasible_fallback, model_for_device
 
@@ -544,7 +545,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if model is None:
         # as the run-time tuner: the list's configs this problem can run on this GPU, where it is known
-        listed = [c.config_id for c in feasible_fallback(problem.signature(), spec)] if spec else fallback_list()
+        if spec is not None:
+            listed = [c.config_id for c in feasible_fallback(problem.signature(), spec)]
+        else:  # the GPU unknown: the list less what the call rules out on any GPU (TMA loads, its operands unaligned)
+            tma = problem.signature().tma_aligned
+            listed = [c for c in fallback_list() if tma or KernelConfig.from_id(c).load != "tma"]
         top = [(cid, None) for cid in listed[: args.top]]
         confidence, outside = None, []
     else:

@@ -479,6 +479,19 @@ def test_predict_fallback_lists_only_configs_the_problem_can_run(capsys, monkeyp
     assert [t["config"] for t in got["top"]] == [c for c in stored if c in ok]
 
 
+def test_predict_fallback_for_an_unknown_gpu_lists_no_tma_config_the_call_cannot_run(capsys):
+    """A GPU not here and of no preset (its properties unknown) gets the stored list, but a 2d3d call with A
+    column-major cannot load by TMA on any GPU (the signature's rule): the list's -tma configs were listed for it."""
+    from autoheur.models.artifact import fallback_list
+
+    assert any(c.endswith(("-tma", "-tma-ws")) for c in fallback_list())  # the case at hand
+    shape = ["--groups", "8", "--total", "512", "--n", "256", "--k", "256", "--a-major", "m"]
+    assert main(["predict", *shape, "--device", "Some Future GPU", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["model_device"] is None and got["top"]
+    assert [t["config"] for t in got["top"]] == [c for c in fallback_list() if "-tma" not in c]
+
+
 def test_predict_with_a_model_whose_library_is_not_installed_says_so_without_a_traceback(tmp_path, capsys, monkeypatch):
     """TrainedModel.load turns a missing library into an ImportError that names it and how to install it; predict let
     it out as a traceback (exit 1), where its other refusals of a model are one line and exit code 2."""
