@@ -470,9 +470,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from autoheur.collect.shapes import problem_from_record
     from autoheur.device import INTERPRETER_NAME
     from autoheur.inference.tuner import check_settings
-    from autoheur.kernels.config import KernelConfig
     from autoheur.kernels.validate import interpreting
-    from autoheur.models.artifact import TrainedModel, fallback_list, feasible_fallback, model_for_device
+    from autoheur.models.artifact import TrainedModel, feasible_fallback, model_for_device
 
     check_settings()  # as the run time: a bad AUTOHEUR_* knob refused whether or not this problem's path reads it
 
@@ -545,11 +544,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if model is None:
         # as the run-time tuner: the list's configs this problem can run on this GPU, where it is known
-        if spec is not None:
-            listed = [c.config_id for c in feasible_fallback(problem.signature(), spec)]
-        else:  # the GPU unknown: the list less what the call rules out on any GPU (TMA loads, its operands unaligned)
-            tma = problem.signature().tma_aligned
-            listed = [c for c in fallback_list() if tma or KernelConfig.from_id(c).load != "tma"]
+        listed = [c.config_id for c in feasible_fallback(problem.signature(), spec)]  # spec None: the GPU unknown
         top = [(cid, None) for cid in listed[: args.top]]
         confidence, outside = None, []
     else:

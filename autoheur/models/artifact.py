@@ -568,9 +568,13 @@ def check_side_car(meta: dict, side: dict, path: Path, device_name: str, family:
 
 def feasible_fallback(sig: Signature, spec) -> list[KernelConfig]:
     """The configs of the best fixed list (`fallback_list`) that a call of `sig` can run on `spec`, in the list's
-    order: what the run-time tuner and `predict` fall back to where no model ranks."""
+    order: what the run-time tuner and `predict` fall back to where no model ranks. `spec` None (a GPU whose
+    properties are unknown): the list less what the call rules out on any GPU, TMA loads where its operands are not
+    aligned for them."""
     from autoheur.kernels.config import feasible_configs
 
+    if spec is None:
+        return [c for c in map(KernelConfig.from_id, fallback_list()) if sig.tma_aligned or c.load != "tma"]
     ok = {c.config_id for c in feasible_configs(sig, spec)}
     return [KernelConfig.from_id(c) for c in fallback_list() if c in ok]
 
