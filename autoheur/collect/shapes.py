@@ -171,6 +171,8 @@ def _sizes(v) -> tuple[int, ...]:
         raise ValueError(f"sizes={v!r} must be a list of integers")
     out = []
     for s in v:
+        if isinstance(s, bool):  # a JSON true or false: float() read it as 1 or 0 (the other fields' _int refuses it)
+            raise ValueError(f"sizes holds {s!r}, not an integer")
         try:
             f = float(s)
         except (TypeError, ValueError):
