@@ -65,7 +65,7 @@ def configs_to_refine(rows: pa.Table, within: float = REFINE_WITHIN, top: int = 
 
 
 def _check_refine(within: float, top: int) -> None:
-    if within < 1 or top < 1:
+    if not within >= 1 or top < 1:  # a NaN compares false: it picked no config, and every problem was recorded done
         raise ValueError(f"within={within} must be >= 1 and top={top} >= 1")
 
 
@@ -86,6 +86,8 @@ def retime(
     all ok), and written as the problem's retime file (`store.py`): the first measurement stays on disk, reads see
     the new one. Resumable like `collect`: problems already retimed are skipped. One GPU.
     """
+    if math.isnan(spread_above):  # it picks no config, and every problem would be recorded retimed
+        raise ValueError(f"spread_above={spread_above}: expected a number (the spread above which a config is retimed)")
     return _remeasure(
         root,
         opts,

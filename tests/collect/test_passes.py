@@ -221,6 +221,24 @@ def test_pass_gpus_option_is_checked_before_any_work(tmp_path, capsys):
     assert not DatasetStore.load(tmp_path / "ds").retimes("refine")  # nothing was measured
 
 
+@pytest.mark.parametrize(
+    ("kind", "option", "message"),
+    [("refine", "--within", "within=nan"), ("polish", "--within", "within=nan"),
+     ("retime", "--spread-above", "spread_above=nan")],
+)  # fmt: skip
+def test_a_pass_refuses_a_nan_threshold_before_any_work(tmp_path, capsys, kind, option, message):
+    """A NaN threshold compares false with every figure: the pass picked no config of any problem and recorded each
+    one done (an empty file), so that no later run of the pass measured them."""
+    from autoheur.cli import main
+
+    collect(TINY, tmp_path / "ds", OPTS, log=quiet)
+    if kind == "polish":  # it takes the refined problems only
+        passes.refine(tmp_path / "ds", CollectOptions(reps=2, workers=1), within=1e9, top=2, log=quiet)
+    assert main(["data", kind, str(tmp_path / "ds"), option, "nan", "--workers", "1"]) == 2
+    assert message in capsys.readouterr().err
+    assert not DatasetStore.load(tmp_path / "ds").retimes(kind)  # nothing was recorded
+
+
 def test_polish_end_to_end_after_the_refine(tmp_path):
     """Polish picks from the rows as retimed and refined, times them in its own rounds and overlays them last; the
     refine's figures stay on disk; resumable; a bad selection is refused before any work."""
