@@ -85,7 +85,13 @@ def moe_problem(
     model: str, proj: str, tokens: int, *, ep: int = 1, tp: int = 1, seed: int = 0, models: dict | None = None
 ) -> Problem:
     """One expert GEMM of `model` ('gate_up' or 'down') at `tokens` tokens, routing rows ~ U(0.5, 1.5) * mean."""
-    spec = (models or load_models())["models"][model]
+    models = models or load_models()
+    if model not in models["models"]:  # a list of other models (AUTOHEUR_MOE_MODELS): said, not a bare KeyError
+        path, env = moe_models_path(), bool(os.environ.get("AUTOHEUR_MOE_MODELS"))
+        where = f"AUTOHEUR_MOE_MODELS={str(path)!r}" if env else f"the public model list {path}"
+        fix = "add its entry (autoheur/collect/moe_models.json has it), or unset it" if env else "restore it"
+        raise (SettingError if env else ValueError)(f"{where} has no model {model!r} of the public problems; {fix}")
+    spec = models["models"][model]
     e, top_k = spec["experts"], spec["top_k"]
     groups = e // ep
     rows = max(1, tokens * top_k // ep)

@@ -542,6 +542,22 @@ def test_a_count_below_one_is_refused_by_name(count):
         workload("sampled", count)
 
 
+def test_a_moe_models_setting_without_a_public_model_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """AUTOHEUR_MOE_MODELS naming a well-formed list of other models: the public problems, which name their models,
+    are refused naming the knob and the model (a bare KeyError traceback from `collect --workload public`)."""
+    from autoheur import SettingError
+    from autoheur.cli import main
+
+    path = tmp_path / "models.json"
+    path.write_text('{"models": {"m": {"hidden": 64, "expert_intermediate": 32, "experts": 8, "top_k": 2}}, '
+                    '"token_counts": [16]}')  # fmt: skip
+    monkeypatch.setenv("AUTOHEUR_MOE_MODELS", str(path))
+    with pytest.raises(SettingError, match=rf"^AUTOHEUR_MOE_MODELS='{path}' has no model 'qwen3-235b-a22b'"):
+        workloads.public_problems()
+    assert main(["collect", "--workload", "public", "--dry-run"]) == 2
+    assert "has no model 'qwen3-235b-a22b'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [
