@@ -225,6 +225,8 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
             if routing != "zipf":  # else unused: a line meant Zipf-skewed was drawn uniform
                 raise ValueError(f"zipf_s shapes the zipf routing only (routing={routing!r}): give routing zipf")
             try:
+                if isinstance(rec["zipf_s"], bool):  # a JSON true / false: float() reads it as 1 / 0
+                    raise ValueError
                 zipf_s = float(rec["zipf_s"])
             except (TypeError, ValueError):
                 raise ValueError(f"zipf_s={rec['zipf_s']!r} is not a number") from None

@@ -209,6 +209,8 @@ BAD_JSONL = [
     ("non-integer dim", {**GOOD, "n": 64.5}, "n=64.5 is not an integer"),
     ("text dim", {**GOOD, "k": "big"}, "k='big' is not an integer"),
     ("boolean dim", {**GOOD, "k": True}, "k=True is not an integer"),
+    ("boolean size", {**GOOD, "sizes": [3, True]}, "sizes holds True, not an integer"),  # once read as 1
+    ("boolean zipf_s", {"groups": 2, "total": 8, "routing": "zipf", "zipf_s": True, "n": 64, "k": 64}, "zipf_s=True"),
     ("zero dim", {**GOOD, "n": 0}, "n=0 must be >= 1"),
     ("missing n for 2d3d", {"groups": 2, "sizes": [3, 4], "k": 64}, "missing n"),
     ("missing m for 3d2d", {"layout": "3d2d", "groups": 1, "sizes": [3], "k": 64}, "missing m"),
