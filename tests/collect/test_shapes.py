@@ -52,13 +52,6 @@ def test_csv_sizes_with_an_empty_entry_are_refused(sizes):
     assert p.sizes == (10, 0, 5)
 
 
-def test_json_booleans_in_sizes_are_refused():
-    """`{"sizes": [true, false]}` was read as sizes (1, 0), since float() takes a bool (the other integer fields
-    refuse one)."""
-    with pytest.raises(ValueError, match="sizes holds True, not an integer"):
-        parse_shapes('{"sizes": [true, false], "n": 32, "k": 32}\n', fmt="jsonl")
-
-
 def test_csv_bracketed_sizes_and_blank_optional_cells():
     text = "layout,groups,sizes,n,k,dtype,name\n2d3d,2,[4 6],64,64,,\n"
     (p,) = parse_shapes(text, fmt="csv")
