@@ -116,6 +116,11 @@ class DatasetStore:
         """
         root = Path(root)
         _check_reachable(root)
+        if new and root.name in ("", ".."):  # ".", "..", "/": no name to set the old one aside under, beside itself
+            raise ValueError(
+                f"a new dataset at {str(root)!r} would move the directory it is in aside: give the path from outside "
+                "it (e.g. ../NAME), or another --out"
+            )
         if new and _has_content(root):
             aside = _aside_name(root)
             root.rename(aside)

@@ -119,6 +119,24 @@ def test_new_moves_old_dataset_aside(tmp_path):
     assert DatasetStore.load(tmp_path / "d").meta.device_name == H200.name
 
 
+def test_a_new_dataset_at_dot_is_refused_and_nothing_moves(tmp_path, monkeypatch, capsys):
+    """`collect --new-dataset --out .` ended in "PosixPath('.') has an empty name" (no name to set the old dataset
+    aside under): refused now, saying what to give; the dataset is left where it is."""
+    from autoheur.cli import main
+
+    fill(tmp_path / "d", PROBLEMS[:1])
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [16, 16], "n": 32, "k": 32, "dtype": "float32"}\n')
+    monkeypatch.chdir(tmp_path / "d")
+    for root in (".", "../d/.."):
+        with pytest.raises(ValueError, match="would move the directory it is in aside: give the path from outside"):
+            DatasetStore.open(Path(root), make_meta(), new=True)
+    assert main(["collect", "--shapes", str(shapes), "--out", ".", "--new-dataset"]) == 2
+    assert "would move the directory it is in aside" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "s.jsonl"]
+    assert DatasetStore.load(tmp_path / "d").done_problems() == {problem_id(PROBLEMS[0])}
+
+
 def test_refuses_foreign_directory(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("mine")
