@@ -291,6 +291,17 @@ VARIANTS["aux_half_t350_lr13_x2d2d450"] = lambda seed: XGBRankerModel(
 # minutes (97.8 s at stop 71; +16% would be about 113 s on that host)
 
 
+# stop 89: the pairwise fits (lead and re-ranker) with XGBoost's "topk" pairs instead of "mean": each of a query's k
+# best configs by the current model paired with every other, where "mean" draws 8 partners for every config. The
+# oracle in the top 10 is a figure of the head of the order, which "topk" spends the gradient on; and on synthetic
+# rows (300,000, 48 a query, depth 10, one thread) topk 10 fitted 12% faster than mean 8. Run with --aux
+# data/nvidia-h200 --aux-new-only, beside aux_half_t350_lr13 (the shipped H100 recipe)
+for _k in (10, 16):
+    VARIANTS[f"aux_half_t350_lr13_topk{_k}"] = lambda seed, k=_k: XGBRankerModel(
+        random_state=seed, aux_share=0.5, n_estimators=350, learning_rate=0.13, pair_method="topk", pairs=k
+    )
+
+
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model
 # and each of its experts). Only how a fitted model scores changes, so they are scored on the same fits as that
 # variant (asked for alone, it is fitted and reported too). Stop 57, for predict latency on the 2-core hosts: fewer

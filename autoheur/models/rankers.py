@@ -64,6 +64,7 @@ TRAIN_RELEVANCE = (1.00, 1.01, 1.02, 1.03, 1.05, 1.08, 1.12, 1.25, 1.50)
 RERANK_RELEVANCE = (1.0, 1.0025, 1.005, 1.0075, 1.01, 1.015, 1.02, 1.03, 1.05, 1.08, 1.12)
 
 OBJECTIVES = ("rank:ndcg", "rank:pairwise")
+PAIR_METHODS = ("mean", "topk")  # XGBoost's lambdarank_pair_method values (XGBRankerModel.pair_method)
 RERANK_REGRESSION = "reg:squarederror"  # the re-ranker may also regress -log(time / oracle) over the near-best rows
 ENSEMBLE = "ensemble"
 HEDGE_SLOTS = 10  # a hedged list's length: the brief autotune's top 10 (XGBRankerModel.hedge)
@@ -169,6 +170,11 @@ class XGBRankerModel(_Boosted):
     # (RankingSet.with_auxiliary) may weigh less in the fit, and cost less of its time, than the device's own.
     aux_share: float = 1.0
     pairs: int | None = None  # lambdarank_num_pair_per_sample (None: 16 for rank:ndcg, 8 for rank:pairwise)
+    # XGBoost's lambdarank_pair_method for every LambdaMART fit (None: "topk" for rank:ndcg, "mean" for rank:pairwise).
+    # "topk" pairs each of a query's `pairs` best configs, by the model's current order, with every other config;
+    # "mean" draws `pairs` partners for every config. Stop 89 measured "topk" for the pairwise fits on the dev CV
+    # (dev_cv.py "aux_half_t350_lr13_topk*"): the oracle in the top 10 is a figure of the head of the order alone.
+    pair_method: str | None = None
     # Features this model does not use: zeroed in fit and predict (a constant column is never split on). For a
     # kernel family whose schedule a feature does not describe (FAMILY_PARAMS), and for ablations (dev_cv.py).
     ignore_features: tuple[str, ...] = ()
@@ -315,6 +321,8 @@ class XGBRankerModel(_Boosted):
             raise ValueError(f"distinct_after={after!r}: expected a count of list slots (0: off)")
         if self.pairs is not None and self.pairs < 1:
             raise ValueError(f"pairs={self.pairs!r}: expected a positive count or None")
+        if self.pair_method not in (None, *PAIR_METHODS):
+            raise ValueError(f"pair_method={self.pair_method!r}: expected None or one of {PAIR_METHODS}")
         integral = isinstance(self.hedge, numbers.Integral) and not isinstance(self.hedge, bool)
         if self.hedge != "auto" and not (integral and 0 <= self.hedge < HEDGE_SLOTS):
             raise ValueError(f"hedge={self.hedge!r}: expected 'auto' or a count of list slots, 0 to {HEDGE_SLOTS - 1}")
@@ -504,7 +512,7 @@ class XGBRankerModel(_Boosted):
             learning_rate=budget.get("learning_rate", self.learning_rate),
             tree_method="hist",
             max_bin=self.max_bin,
-            lambdarank_pair_method="topk" if objective == "rank:ndcg" else "mean",
+            lambdarank_pair_method=self.pair_method or ("topk" if objective == "rank:ndcg" else "mean"),
             lambdarank_num_pair_per_sample=pairs,
             subsample=self.subsample,
             colsample_bytree=self.colsample_bytree,

@@ -281,9 +281,30 @@ def test_members_repeat_an_objective_under_another_seed(h100_slice, monkeypatch)
     } == {4}
 
 
-@pytest.mark.parametrize("bad", [dict(members=()), dict(members=("rank:map",)), dict(pairs=0)])
+@pytest.mark.parametrize("method", [None, "topk", "mean"])
+def test_pair_method_reaches_every_lambdamart_fit(method, h100_slice, monkeypatch):
+    """pair_method sets XGBoost's lambdarank_pair_method on the members and the re-ranker alike; None keeps each
+    objective's own (topk for NDCG, mean for pairwise)."""
+    import xgboost as xgb
+
+    seen = []
+    real = xgb.XGBRanker.fit
+    monkeypatch.setattr(xgb.XGBRanker, "fit", lambda self, X, y, **kw: seen.append(self) or real(self, X, y, **kw))
+    m = XGBRankerModel(
+        experts=(), n_estimators=3, max_depth=3, members=("rank:pairwise", "rank:ndcg"), pair_method=method, n_jobs=1
+    )
+    m.fit(h100_slice.subset(h100_slice.problems[:6]))
+    got = [(s.objective, s.get_params()["lambdarank_pair_method"]) for s in seen]
+    default = {"rank:pairwise": "mean", "rank:ndcg": "topk"}
+    assert len(got) == 3  # two members and the re-ranker
+    assert got == [(o, method or default[o]) for o, _ in got]
+
+
+@pytest.mark.parametrize(
+    "bad", [dict(members=()), dict(members=("rank:map",)), dict(pairs=0), dict(pair_method="random")]
+)
 def test_bad_member_settings_are_refused(bad, h100_slice):
-    with pytest.raises(ValueError, match="members|pairs"):
+    with pytest.raises(ValueError, match="members|pairs|pair_method"):
         XGBRankerModel(experts=(), **bad).fit(h100_slice.subset(h100_slice.problems[:4]))
 
 
