@@ -203,7 +203,8 @@ def _by_ids(problems: list, path: str, keep: bool, family: str = "triton") -> li
     """`collect --only PATH` (keep=True) / `--skip PATH` (keep=False): keep / drop the problems whose ids PATH holds
     (a dataset, or a file from `autoheur data ids`), the list's order kept. The inductor family's datasets hold the
     problems Inductor times (`as_benchmarked`: the offsets split evenly), so there a problem is also matched by that
-    problem's id: else `--skip` of an Inductor dataset would leave out almost nothing."""
+    problem's id: else `--skip` of an Inductor dataset would leave out almost nothing. An `--only` that keeps none
+    of the problems is refused (ValueError), before collect begins a dataset at --out with nothing to put in it."""
     from autoheur.collect.schema import problem_id
     from autoheur.collect.store import read_problem_ids
 
@@ -213,7 +214,15 @@ def _by_ids(problems: list, path: str, keep: bool, family: str = "triton") -> li
         from autoheur.inductor.collect import as_benchmarked
 
         keys.append(lambda p: problem_id(as_benchmarked(p)))
+    if keep and not ids:  # else every problem left out, and collect went on to begin an empty dataset at --out
+        raise ValueError(f"--only {path} lists no problem ids (an empty file, or a dataset with no finished problem): "
+                         "nothing would be collected; give a file of ids (`autoheur data ids DATASET > FILE`) or a "
+                         "dataset that has some")  # fmt: skip
     kept = [p for p in problems if any(key(p) in ids for key in keys) == keep]
+    if keep and not kept:  # ids of other problems: another workload, count, seed or shapes file than the list's
+        raise ValueError(f"--only {path}: none of its {len(ids)} problem ids is among the {len(problems)} problems "
+                         "listed, so nothing would be collected; give the --workload, --count and --seed (or the "
+                         "--shapes file) that list them")  # fmt: skip
     print(f"autoheur collect: --{'only' if keep else 'skip'} {path}: {len(problems) - len(kept)} of {len(problems)} "
           "problems left out", file=sys.stderr)  # fmt: skip
     return kept

@@ -533,6 +533,27 @@ def test_cli_data_ids_and_collect_skip(tmp_path, capsys):
     assert main(["data", "ids", str(tmp_path / "x")]) == 2
 
 
+def test_collect_only_that_keeps_nothing_is_refused_before_the_dataset_is_begun(tmp_path, capsys):
+    """`--only` of an empty file (or of ids none of the listed problems has) kept no problem, and collect went on:
+    it made --out and began an empty dataset there (its manifest), and ended 0 having collected nothing."""
+    from autoheur.cli import main
+    from autoheur.collect.workloads import workload
+
+    empty, others, out = tmp_path / "empty.txt", tmp_path / "others.txt", tmp_path / "out"
+    empty.write_text("# nothing yet\n")
+    others.write_text(problem_id(PROBLEMS[0]) + "\n")  # not a problem of the backward workload
+    base = ["collect", "--workload", "backward", "--count", "4", "--out", str(out)]
+    assert main([*base, "--only", str(empty)]) == 2
+    assert f"--only {empty} lists no problem ids" in capsys.readouterr().err
+    assert main([*base, "--only", str(others)]) == 2
+    assert f"--only {others}: none of its 1 problem ids is among the {len(workload('backward', 4))}" in (
+        capsys.readouterr().err
+    )
+    assert not out.exists()
+    assert main([*base, "--dry-run", "--skip", str(empty)]) == 0  # an empty --skip leaves out nothing: no refusal
+    assert "0 of" in capsys.readouterr().err
+
+
 def test_collect_skip_of_an_inductor_dataset_matches_what_inductor_timed(capsys):
     """The inductor family's datasets key each problem by the one Inductor times (offsets split evenly), so `--skip`
     and `--only` of such a dataset match a listed problem by that id too: the shipped H200 Inductor dataset holds the
