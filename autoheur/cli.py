@@ -287,8 +287,11 @@ def _gpu_count(text: str) -> int:
         gpus = int(text)
     except ValueError:
         raise ValueError(f"--gpus {text!r}: a number or 'all'") from None
-    if gpus < 1 or (torch.cuda.is_available() and gpus > torch.cuda.device_count()):
-        raise ValueError(f"--gpus {gpus}: this machine has {torch.cuda.device_count()}")
+    if gpus < 1:  # said apart from too many: "--gpus 0: this machine has 0" (or has 8) read as the wrong complaint
+        raise ValueError(f"--gpus {gpus}: expected a count of GPUs, at least 1 (one worker each), or 'all'")
+    if torch.cuda.is_available() and gpus > torch.cuda.device_count():
+        have = torch.cuda.device_count()
+        raise ValueError(f"--gpus {gpus}: this machine has {have} GPU(s); give at most {have}, or 'all'")
     return gpus
 
 

@@ -106,6 +106,23 @@ def test_collect_says_what_this_host_cannot_collect_before_writing_anything(tmp_
     assert main(["collect", "--shapes", str(shapes), "--dry-run"]) == 0  # a dry run only lists them
 
 
+@pytest.mark.parametrize("cmd", [["collect", "--workload", "public", "--dry-run"], ["data", "refine", "ds"],
+                                 ["data", "polish", "ds"], ["data", "retime", "ds"]])  # fmt: skip
+def test_gpus_below_one_or_past_this_machines_are_refused_saying_what_to_give(cmd, capsys, monkeypatch):
+    """`--gpus 0` was refused as "--gpus 0: this machine has 0" (on an 8-GPU host "has 8"): the complaint of too many,
+    not of a count below one."""
+    name = " ".join(cmd[:2]) if cmd[0] == "data" else cmd[0]
+    for gpus in ("0", "-2"):
+        assert main([*cmd, "--gpus", gpus]) == 2
+        want = f"--gpus {gpus}: expected a count of GPUs, at least 1 (one worker each), or 'all'"
+        assert capsys.readouterr().err == f"autoheur {name}: {want}\n"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert main([*cmd, "--gpus", "3"]) == 2
+    want = "--gpus 3: this machine has 2 GPU(s); give at most 2, or 'all'"
+    assert capsys.readouterr().err == f"autoheur {name}: {want}\n"
+
+
 def test_a_reader_that_leaves_early_gets_no_traceback():
     """`autoheur ... | head`: the pipe closes under the command; it ends quietly (exit 0), not with a BrokenPipeError
     traceback."""
