@@ -490,6 +490,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
     fields = ("layout", "groups", "sizes", "total", "routing", "m", "n", "k", "dtype", "b_major", "a_major")
     rec = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     try:
+        # refused by repr, as predict's other names are (--layout '2d3d ', --public) and an empty path (_named_empty):
+        # '' was taken as not given (this host's GPU), 'h200 ' as an unknown GPU's name (no model, the fixed list)
+        if args.device is not None and not args.device.strip():
+            raise ValueError(f"--device {args.device!r} names no device: give one (h100, h200 or a GPU's name), or "
+                             "leave --device out for this machine's GPU")  # fmt: skip
+        if args.device is not None and args.device != args.device.strip():
+            raise ValueError(f"--device {args.device!r} has spaces around it, which no GPU's name has: give "
+                             f"{args.device.strip()!r}")  # fmt: skip
         if args.public:
             from autoheur.collect.workloads import public_problems
 

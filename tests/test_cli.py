@@ -196,6 +196,20 @@ def test_predict_device_presets_in_any_case(capsys):
     assert got["device"] == got["model_device"] == "NVIDIA H100 80GB HBM3"
 
 
+@pytest.mark.parametrize(("device", "want"), [
+    ("h200 ", "--device 'h200 ' has spaces around it, which no GPU's name has: give 'h200'"),
+    (" NVIDIA H200", "--device ' NVIDIA H200' has spaces around it, which no GPU's name has: give 'NVIDIA H200'"),
+    ("", "--device '' names no device: give one (h100, h200 or a GPU's name), or leave --device out"),
+    ("  ", "--device '  ' names no device"),
+])  # fmt: skip
+def test_predict_refuses_a_device_name_with_spaces_around_it_or_none(capsys, device, want):
+    """'h200 ' was taken as an unknown GPU's name (no model borrowed: the fixed list, exit 0), and '' as no --device
+    (this host's GPU): refused by repr, as --layout '2d3d ' is."""
+    assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--device", device, "--json"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith(f"autoheur predict: {want}")
+
+
 def test_predict_explains_the_scores_past_the_shortlist(capsys):
     assert main(["predict", "--public", "qwen3-30b-a3b/gate_up/decode", "--top", "3000"]) == 0
     out = capsys.readouterr().out
