@@ -14,7 +14,7 @@ Fields (CSV columns or JSON keys):
   a_major  k (default) | m. A weight gradient (2d2d) as the backward runs it is a_major m, b_major n: give them (the
            k/k default is no layout the backward makes, and no model trained on it; `predict --layout 2d2d` defaults
            to m/n, a shapes line keeps k/k so that the ids of existing lines stay)
-  name     a label (optional)
+  name     a label (optional; absent, null or "": the file and line, e.g. my_shapes.jsonl:3)
 
 Every line is checked before anything is collected or tuned; all bad lines are reported together, each with its
 line number.
@@ -240,6 +240,10 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
     if unused:  # a dimension the layout takes from the groups' sizes: another value would be silently dropped
         raise ValueError(f"layout {layout} takes {', '.join(NEEDS[layout])}; {', '.join(unused)} is the sum of the "
                          f"groups' sizes there ({sum(sizes)}: leave it out, or give 0 or that)")  # fmt: skip
+    # name alone is only a label (not in the problem's id): a JSON null or "" is no label, as a blank CSV cell is (and
+    # as a null m, n or k that the layout takes from the sizes is absent), so the line's own name, not "None". The
+    # fields that choose the problem refuse null instead: a default there would collect another problem than meant.
+    name = rec.get("name")
     return Problem(
         layout=layout,
         groups=groups,
@@ -247,6 +251,6 @@ def problem_from_record(rec: dict, default_name: str = "") -> Problem:
         dtype=dtype,
         b_major=str(rec.get("b_major", "k")),
         a_major=str(rec.get("a_major", "k")),
-        name=str(rec.get("name", default_name)),
+        name=default_name if name in (None, "") else str(name),
         **dims,
     )
