@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import threading
 import warnings
+import weakref
 from pathlib import Path
 
 from autoheur.inductor.choices import config_from_kwargs, read_choices, template_kwargs, tile_key
@@ -167,6 +169,14 @@ def default_model(directory: Path | None = None):
 
 
 _ACTIVE: list[ChoiceFilter] = []
+# enable()'s filters not yet removed, the installed one last, each with its block (a weak reference: an enable() without
+# `with` drops it, and nothing below its filter can come back then). A block's exit takes its own out, wherever it is,
+# and installs the one left last if its own was installed: blocks of several threads need not nest.
+_STACK: list[tuple[ChoiceFilter, weakref.ref]] = []
+# Inductor's hook list, _ACTIVE and _STACK change together under it: enable(), disable() and a block's exit each read,
+# remove and install as one step. Without it, threads enabling and disabling at once left two filters installed, or
+# none (the one a block replaced lost), or a block's filter installed after its exit.
+_LOCK = threading.Lock()
 
 
 def registry(attr: str = "preprocessing_fns") -> list | None:
@@ -186,7 +196,9 @@ def enable(
     """Install the filter (replacing one installed before); usable as a context manager whose exit removes it and
     puts back the filter it replaced, if any (an `enable()` without `with` stays until `disable()`, a block inside its
     reach too). It acts while Inductor lowers a graph: torch.compile does that on a function's first call (or a
-    recompile), not where the function is wrapped, so with `with` make that call inside the block."""
+    recompile), not where the function is wrapped, so with `with` make that call inside the block. Thread-safe: the
+    hook is swapped under a lock, and once the blocks of several threads (which need not nest) have all exited, the
+    filter installed before them is back. Inductor's hook is one for the process: inside them, the latest one acts."""
     if model is None:
         model = default_model()
         if model is None:
@@ -197,10 +209,14 @@ def enable(
             )
     # its arguments checked before the filter installed now is removed
     flt = ChoiceFilter(model, top_k, device, range_margin)
-    replaced = _ACTIVE[-1] if _ACTIVE else None
-    disable()
-    _install(flt)
-    return _Scope(flt, replaced)
+    scope = _Scope(flt)
+    with _LOCK:
+        dropped = [i for i, (_, block) in enumerate(_STACK) if block() is None]  # enable()s without `with`
+        del _STACK[: dropped[-1] if dropped else 0]  # the latest stays until disable(): none below it comes back
+        _uninstall()
+        _STACK.append((flt, weakref.ref(scope)))
+        _install(flt)
+    return scope
 
 
 def _install(flt: ChoiceFilter) -> None:
@@ -212,6 +228,12 @@ def _install(flt: ChoiceFilter) -> None:
 
 def disable() -> None:
     """Remove the filter if installed; other preprocessing functions stay."""
+    with _LOCK:
+        _STACK.clear()
+        _uninstall()
+
+
+def _uninstall() -> None:
     fns = registry()
     while _ACTIVE:
         flt = _ACTIVE.pop()
@@ -227,17 +249,23 @@ class _Scope(contextlib.AbstractContextManager):
     """`enable()`'s block: its exit removes the block's filter and puts back the one it replaced. Where the block's
     filter is no longer the installed one (a `disable()` or another `enable()` without `with` inside the block), the
     exit leaves what is installed as it is. Before, the exit removed whatever filter was installed: a block inside the
-    reach of an `enable()` without `with` left no filter after it."""
+    reach of an `enable()` without `with` left no filter after it. What it puts back is the latest filter enabled and
+    not removed since (_STACK): with blocks of two threads that do not nest (A enters, B enters, A exits, B exits), B's
+    exit put back A's filter, left installed after A's block."""
 
-    def __init__(self, flt: ChoiceFilter, replaced: ChoiceFilter | None = None):
-        self.filter, self.replaced = flt, replaced
+    def __init__(self, flt: ChoiceFilter):
+        self.filter = flt
         self.lists_before = ChoiceFilter.lists_seen
 
     def __exit__(self, exc_type, *exc) -> None:
-        if _ACTIVE and _ACTIVE[-1] is self.filter:
-            disable()
-            if self.replaced is not None:
-                _install(self.replaced)
+        with _LOCK:
+            mine = [i for i, (flt, _) in enumerate(_STACK) if flt is self.filter]
+            if mine:  # else removed by a disable() since
+                del _STACK[mine[0]]
+            if _ACTIVE and _ACTIVE[-1] is self.filter:
+                _uninstall()
+                if _STACK:
+                    _install(_STACK[-1][0])
         seen = ChoiceFilter.lists_seen > self.lists_before  # by this block's filter or one of a block inside it
         if exc_type is None and not seen:  # the README's first example did this, and filtered nothing
             warnings.warn(

@@ -102,6 +102,90 @@ def test_a_block_puts_back_the_filter_it_replaced(hopper):
         disable()
 
 
+def test_blocks_of_two_threads_that_do_not_nest_put_back_the_filter_before_them():
+    """Two threads' blocks can exit in the order they entered (A enters, B enters, A exits, B exits): B's exit put
+    back the filter B replaced, A's, left installed after A's block. Now it puts back the latest filter enabled and not
+    removed since: the one before both blocks. (Filters of enable()s without `with` are not kept to come back.)"""
+    from autoheur.inductor import filter as filt
+
+    fns = sa.get_algorithm_selector_cache().preprocessing_fns
+    try:
+        outer = enable(model=ScoreByTile(), top_k=5).filter
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # no choice list reaches the blocks
+            a = enable(model=ScoreByTile(), top_k=3)
+            b = enable(model=ScoreByTile(), top_k=4)
+            a.__exit__(None, None, None)
+            assert filt._ACTIVE == [b.filter] and b.filter in fns and a.filter not in fns
+            b.__exit__(None, None, None)
+        assert filt._ACTIVE == [outer] and [f for f in fns if isinstance(f, ChoiceFilter)] == [outer]
+        for _ in range(10):  # without `with`: each replaces the last for good, which is not kept to come back
+            enable(model=ScoreByTile(), top_k=5)
+        assert len(filt._STACK) <= 2
+    finally:
+        disable()
+
+
+def test_enable_and_disable_from_threads_leave_the_hook_as_it_was(monkeypatch):
+    """enable(), disable() and a block's exit read Inductor's hook list and then change it: threads doing so at once
+    (a thread switch between the two, made likely here by hooks that sleep) left two filters installed, or a block's
+    filter after its exit instead of the one the blocks replaced. Each is one step under a lock now."""
+    import threading
+    import time
+
+    from autoheur.inductor import filter as filt
+
+    def slowly(fn):
+        def slow(*args):
+            time.sleep(0.0002)
+            return fn(*args)
+
+        return slow
+
+    monkeypatch.setattr(filt, "registry", slowly(filt.registry))
+    monkeypatch.setattr(sa, "add_preprocessing_fn", slowly(sa.add_preprocessing_fn))
+    fns = sa.get_algorithm_selector_cache().preprocessing_fns
+    errors = []
+
+    def run_in_threads(work) -> None:
+        def target():
+            try:
+                for _ in range(25):
+                    work()
+            except Exception as exc:  # noqa: BLE001 (reported below, in the test's thread)
+                errors.append(exc)
+
+        threads = [threading.Thread(target=target) for _ in range(8)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # no choice list reaches the blocks
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+    def block():
+        with enable(model=ScoreByTile(), top_k=3):
+            time.sleep(0)
+
+    def toggle():
+        enable(model=ScoreByTile(), top_k=3)
+        disable()
+        enable(model=ScoreByTile(), top_k=3)
+
+    try:
+        outer = enable(model=ScoreByTile(), top_k=5).filter
+        run_in_threads(block)
+        assert not errors and filt._ACTIVE == [outer]
+        assert [f for f in fns if isinstance(f, ChoiceFilter)] == [outer]
+        run_in_threads(toggle)
+        installed = [f for f in fns if isinstance(f, ChoiceFilter)]
+        assert not errors and len(installed) == 1 and installed == filt._ACTIVE  # replaced, never stacked
+        disable()
+        assert not any(isinstance(f, ChoiceFilter) for f in fns) and filt._ACTIVE == []
+    finally:
+        disable()
+
+
 def lowered_with(flt: ChoiceFilter) -> Recorder:
     """The test block lowered with `flt` installed alone (no enable(): a filter built here), then removed."""
     rec = Recorder()
