@@ -7,6 +7,8 @@ Decision, per autotuning call (one list of choices):
   - otherwise: every non-template choice (ATen and any other backend) in its place, plus the k template choices the
     model scores best (their order in the list kept), logged at INFO;
   - the filter itself raising (a model's ranker or range check failing): untouched, warned of once per filter.
+Each decision is also kept in `ChoiceFilter.decisions` (what was kept and why), the latest MAX_DECISIONS of them: a
+long-running process lowering ever new shapes would grow it without end (`dropped` counts the older ones let go).
 Symbolic sizes (dynamic shapes: torch.compile recompiles so on a second row count) are read at Inductor's size hints,
 at which Inductor itself benchmarks the choices and picks one kernel for every size. It skips its pruning by rows per
 group then, so the model ranks only the choices a static shape of the hinted sizes is offered (Inductor's own pruning
@@ -37,13 +39,25 @@ log = logging.getLogger("autoheur")
 # / 0.996-0.999; 0.02-0.05 out the H100's seed 0 fell to 0.961 / 0.925, and 0.05-0.1 to 0.934-0.939 / 0.81-0.83.
 RANGE_MARGIN = 0.02
 
+# The most records a filter keeps in `decisions` (the latest; a record is a few hundred bytes). A model's compile lowers
+# one list per grouped-mm shape (three a training step), so a compile's records fit; a process that keeps lowering new
+# shapes (recompiles, dynamic sizes, many models) keeps its latest ones, and counts the rest in `dropped`.
+MAX_DECISIONS = 1000
+
 
 class ChoiceFilter:
     """Callable on Inductor's choice list; see the module docstring."""
 
     lists_seen = 0  # grouped_mm choice lists every filter of the process has seen (_Scope: did its block see one)
 
-    def __init__(self, model=None, top_k: int = 10, device: dict | None = None, range_margin: float = RANGE_MARGIN):
+    def __init__(
+        self,
+        model=None,
+        top_k: int = 10,
+        device: dict | None = None,
+        range_margin: float = RANGE_MARGIN,
+        max_decisions: int = MAX_DECISIONS,
+    ):
         """Arguments checked here, when `enable()` is called: a wrong one otherwise surfaced inside torch.compile's
         lowering (a path as the model, a device name), or filtered Inductor's grid with a model of another space."""
         from autoheur.device import DeviceSpec
@@ -52,6 +66,8 @@ class ChoiceFilter:
 
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise ValueError(f"top_k={top_k!r} must be a positive integer")
+        if not isinstance(max_decisions, int) or isinstance(max_decisions, bool) or max_decisions < 1:
+            raise ValueError(f"max_decisions={max_decisions!r} must be a positive integer")
         range_margin = check_margin(range_margin, "range_margin")
         if model is not None:
             if not callable(getattr(getattr(model, "ranker", None), "rank", None)):  # a TrainedModel, or its likes
@@ -71,7 +87,9 @@ class ChoiceFilter:
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"device {device!r} cannot be ranked on: {exc}") from None
         self.model, self.top_k, self.device, self.range_margin = model, top_k, device, range_margin
-        self.decisions: list[dict] = []  # one record per grouped-mm list seen: what was kept and why
+        # one record per grouped-mm list seen, what was kept and why: the latest max_decisions, `dropped` the older
+        self.decisions: list[dict] = []
+        self.max_decisions, self.dropped = max_decisions, 0
         self.failed = False  # the filter raised on a list (left whole): warned of once
 
     def __call__(self, choices: list) -> list:
@@ -93,6 +111,10 @@ class ChoiceFilter:
                 )
         record = {"choices": len(choices), "templates": len(templates), "kept": len(keep), "why": why}
         self.decisions.append(record)
+        if len(self.decisions) > self.max_decisions:  # the oldest go (a list still: benchmarks write it as JSON)
+            over = len(self.decisions) - self.max_decisions
+            del self.decisions[:over]
+            self.dropped += over
         ChoiceFilter.lists_seen += 1
         log.info("autoheur.inductor: grouped_mm: kept %d of %d choices (%s)", len(keep), len(choices), why)
         return [choices[i] for i in keep]

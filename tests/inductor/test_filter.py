@@ -477,6 +477,28 @@ def test_an_unreadable_template_choice_or_problem_leaves_the_list_whole(monkeypa
     assert flt(choices) == choices and "not readable" in flt.decisions[-1]["why"]
 
 
+def test_a_filter_keeps_its_latest_decisions_only():
+    """`decisions` took one record per grouped-mm list the filter saw, with no end, in a process that keeps lowering
+    new shapes: it keeps the latest max_decisions (MAX_DECISIONS unless given), still a list, and counts the rest."""
+    import json
+
+    from autoheur.inductor import filter as filt
+
+    flt = ChoiceFilter(None)  # no model: every list left whole, and recorded
+    for _ in range(1005):
+        flt(_described_choices())
+    assert len(flt.decisions) == 1000
+    assert flt.max_decisions == filt.MAX_DECISIONS == 1000 and flt.dropped == 5
+    flt = ChoiceFilter(None, max_decisions=3)
+    for n in (2, 3, 4, 5, 2, 3):  # told apart by their number of choices
+        flt(_described_choices()[:n])
+    assert [d["choices"] for d in flt.decisions] == [5, 2, 3] and flt.dropped == 3
+    assert isinstance(flt.decisions, list) and json.loads(json.dumps(flt.decisions)) == flt.decisions
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ValueError, match="max_decisions="):
+            ChoiceFilter(None, max_decisions=bad)
+
+
 def test_the_filters_device_is_the_one_scored_on(monkeypatch):
     from autoheur.inductor import filter as filt
     from autoheur.problem import Problem
