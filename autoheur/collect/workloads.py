@@ -69,6 +69,9 @@ def _model_list_problem(models) -> str | None:
         bad = [f for f in _SPEC_INTS if not isinstance(spec, dict) or type(spec.get(f)) is not int or spec[f] < 1]
         if bad:
             return f"model {name!r} lacks a positive integer {', '.join(bad)}"
+        if spec["top_k"] > spec["experts"]:  # else route_tokens' "top_k=9 must be in [1, experts=8]", of no file
+            return (f"model {name!r} routes each token to top_k={spec['top_k']} distinct experts of its "
+                    f"experts={spec['experts']}: give it a top_k of at most {spec['experts']}")  # fmt: skip
     counts = models.get("token_counts")
     if not isinstance(counts, list) or not all(type(t) is int and t >= 1 for t in counts):
         return "no 'token_counts' list of positive integers"

@@ -567,6 +567,10 @@ def test_a_moe_models_setting_without_a_public_model_is_refused_by_name(tmp_path
         ('{"models": {"m": {"hidden": 64, "experts": 8, "top_k": 2}}, "token_counts": [16]}',
          r"model 'm' lacks a positive integer expert_intermediate"),
         ('{"models": {}, "token_counts": "16"}', r"no 'token_counts' list"),
+        # a token picks top_k distinct experts: refused by the routing with "top_k=9 must be in [1, experts=8]" (of
+        # which file, which model?), or routed by balanced_jitter to more rows an expert than there are tokens
+        ('{"models": {"m": {"hidden": 64, "expert_intermediate": 32, "experts": 8, "top_k": 9}}, "token_counts": [16]}',
+         r"model 'm' routes each token to top_k=9 distinct experts of its experts=8: give it a top_k of at most 8"),
     ],
 )  # fmt: skip
 def test_a_bad_moe_models_setting_is_refused_by_name(tmp_path, monkeypatch, text, why):
