@@ -394,7 +394,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             data, args.model, heldout_folds=args.heldout_folds, allow_stale_kernel=args.allow_stale_kernel,
             aux=args.aux or (), **({} if args.aux_rows is None else {"aux_rows": args.aux_rows or None}),
             heldout_problems=args.heldout_problems, aux_new_only=args.aux_new_only, aux_share=args.aux_share,
-            rounds=args.rounds, aux_problems=args.aux_problems,
+            rounds=args.rounds, aux_problems=args.aux_problems, pairs=args.pairs,
         )  # fmt: skip
     except (ValueError, OSError) as exc:  # OSError: a file of the dataset this user cannot read
         print(f"autoheur train: {exc}", file=sys.stderr)
@@ -461,6 +461,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         run = eval_datasets(
             args.data, models, _csv(args.splits), aux_share=args.aux_share, aux_rows=args.aux_rows, rounds=args.rounds,
+            pairs=args.pairs,
             allow_stale_kernel=args.allow_stale_kernel, **aux,
         )  # fmt: skip
     except (ValueError, OSError) as exc:  # OSError: a file of a dataset this user cannot read
@@ -847,6 +848,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", metavar="TREESxSTEP",
                    help="the boosted model's trees and step (learning rate), e.g. 350x0.13, the shipped H100 model's "
                         "(fit under 2 minutes); default: the model's own, 450x0.1 for xgb_ranker")  # fmt: skip
+    p.add_argument("--pairs", metavar="METHOD:COUNT",
+                   help="xgb_ranker's pair construction, mean:COUNT (partners a config) or topk:COUNT (each of a "
+                        "problem's COUNT best configs by the model paired with every other), e.g. topk:16; default: "
+                        "mean:8 for its pairwise fits")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_train)
@@ -881,6 +886,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", metavar="TREESxSTEP",
                    help="every boosted model's trees and step (xgb_ranker, xgb_regressor), as `autoheur train "
                         "--rounds`")  # fmt: skip
+    p.add_argument("--pairs", metavar="METHOD:COUNT",
+                   help="xgb_ranker's pair construction, as `autoheur train --pairs`")  # fmt: skip
     p.add_argument("--allow-stale-kernel", action="store_true",
                    help="use a dataset timed on another version of the kernel source (refused by default)")  # fmt: skip
     p.set_defaults(fn=cmd_eval)

@@ -12,7 +12,9 @@ record names the CPU model: the lent 2-core machines differ between sessions.
   python benchmarks/train_time.py --no-steps --rounds 450x0.1,350x0.13   # the fit at other boosting rounds x step
   python benchmarks/train_time.py --no-steps --aux data/nvidia-h200 --aux-new-only   # the fit with auxiliary data, as
       # `autoheur train --aux ... --aux-new-only` fits it (`fit_s`), beside the fit on the dataset alone (`fit_s_own`);
-      # add `--aux-share 0.5` for the shipped H100 recipe's fit
+      # add `--aux-share 0.5` for the shipped H100 recipe's fit (and --aux-problems FILE for its pinned borrowed list)
+  python benchmarks/train_time.py --no-steps --rounds 350x0.13 --pairs mean:8,topk:16   # the fit at other pair
+      # constructions (`autoheur train --pairs`), each at the first --rounds budget
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoheur.models.data import load_auxiliary, load_ranking_set, new_problems_only, sample_rows  # noqa: E402
-from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, parse_rounds  # noqa: E402
+from autoheur.collect.store import read_problem_ids  # noqa: E402
+from autoheur.models.data import (  # noqa: E402
+    listed_problems_only,
+    load_auxiliary,
+    load_ranking_set,
+    new_problems_only,
+    sample_rows,
+)
+from autoheur.models.rankers import ENSEMBLE, XGBRankerModel, parse_pairs, parse_rounds  # noqa: E402
 from benchmarks.common import cpu_model  # noqa: E402
 
 
@@ -78,16 +87,19 @@ def _fit_s(model: XGBRankerModel, train) -> float:
     return round(time.perf_counter() - t0, 1)
 
 
-def load_train_set(data: str, aux: list[str], aux_new_only: bool = False):
+def load_train_set(data: str, aux: list[str], aux_new_only: bool = False, aux_problems: str | None = None):
     """(the set the fit trains on, the dataset's own set): with `aux`, the auxiliary sets loaded thinned and joined
-    as `autoheur train --aux` joins them (only the problems the dataset lacks with `aux_new_only`); without, both are
-    the dataset's own."""
-    if aux_new_only and not aux:
-        raise SystemExit("--aux-new-only: no auxiliary dataset (--aux DATA)")
+    as `autoheur train --aux` joins them (only the problems the dataset lacks with `aux_new_only`, only those
+    `aux_problems` lists with it); without, both are the dataset's own."""
+    if (aux_new_only or aux_problems) and not aux:
+        raise SystemExit("--aux-new-only, --aux-problems: no auxiliary dataset (--aux DATA)")
+    listed = read_problem_ids(aux_problems) if aux_problems else None
     own = load_ranking_set(data)
     if not aux:
         return own, own
     extra = load_auxiliary(aux, data)
+    if listed is not None:
+        extra = listed_problems_only(extra, listed, aux_problems)
     if aux_new_only:
         extra = new_problems_only(extra, own)
     return own.with_auxiliary(extra), own
@@ -108,9 +120,20 @@ def main() -> None:
     ap.add_argument("--aux", action="append", default=[], help="auxiliary dataset, as `autoheur train --aux`")
     ap.add_argument("--aux-new-only", action="store_true", help="as `autoheur train --aux-new-only`")
     ap.add_argument("--aux-share", type=float, default=1.0, help="as `autoheur train --aux-share` (the fit_s fit's)")
+    ap.add_argument("--aux-problems", help="as `autoheur train --aux-problems`")
+    ap.add_argument(
+        "--pairs", help="comma-separated METHOD:COUNT (e.g. topk:16) to time the fit at, at the first --rounds budget"
+    )
     args = ap.parse_args()
+    try:
+        pair_specs = [(p, *parse_pairs(p)) for p in args.pairs.split(",")] if args.pairs else []
+    except ValueError as exc:
+        raise SystemExit(f"--{exc}") from None
+    budget = (
+        dict(zip(("n_estimators", "learning_rate"), _rounds(args.rounds)[0][1:], strict=True)) if args.rounds else {}
+    )
     t0 = time.perf_counter()
-    train, own = load_train_set(args.data, args.aux, args.aux_new_only)
+    train, own = load_train_set(args.data, args.aux, args.aux_new_only, args.aux_problems)
     load_s = time.perf_counter() - t0
     model = XGBRankerModel(aux_share=args.aux_share)
     t0 = time.perf_counter()
@@ -122,6 +145,10 @@ def main() -> None:
     by_rounds = {
         r: _fit_s(XGBRankerModel(aux_share=args.aux_share, n_estimators=t, learning_rate=lr), train)
         for r, t, lr in _rounds(args.rounds)
+    }
+    by_pairs = {
+        p: _fit_s(XGBRankerModel(aux_share=args.aux_share, pair_method=m, pairs=k, **budget), train)
+        for p, m, k in pair_specs
     }
 
     steps, sub_rows = ({}, None) if args.no_steps else _steps(train)
@@ -145,6 +172,7 @@ def main() -> None:
         "fit_s_at_rows": by_rows,
         "fit_s_at_max_bin": by_bins,
         "fit_s_at_rounds": by_rounds,
+        "fit_s_at_pairs": by_pairs,  # at the first --rounds budget
         "steps_s": {k: round(v, 1) for k, v in steps.items()},
         "date": time.strftime("%Y-%m-%d"),
     }

@@ -671,9 +671,15 @@ def test_train_time_joins_the_auxiliary_sets_as_train_does(monkeypatch):
     assert list(train.problems) == ["a", "b", "aux:b", "aux:c"]
     train, own = train_time.load_train_set("d", [])
     assert train is own
+    # --aux-problems FILE: the listed auxiliary problems only (train's listed_problems_only), then the new ones
+    monkeypatch.setattr(train_time, "read_problem_ids", lambda path: {"c"})
+    monkeypatch.setattr(train_time, "listed_problems_only", lambda sets, ids, name: [s.subset(ids) for s in sets])
+    train, _ = train_time.load_train_set("d", ["x"], aux_problems="pinned.txt")
+    assert list(train.problems) == ["a", "b", "aux:c"]
     loads.clear()
-    with pytest.raises(SystemExit, match="--aux"):
-        train_time.load_train_set("d", [], aux_new_only=True)
+    for kw in ({"aux_new_only": True}, {"aux_problems": "pinned.txt"}):
+        with pytest.raises(SystemExit, match="--aux"):
+            train_time.load_train_set("d", [], **kw)
     assert not loads
 
 

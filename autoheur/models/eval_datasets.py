@@ -29,6 +29,7 @@ from autoheur.models.evaluate import (
     is_boosted,
     make_model,
     only_cross_device,
+    pair_params,
     summarize_splits,
     tuning_cost,
 )
@@ -98,6 +99,7 @@ def eval_datasets(
     aux_share: float | None = None,
     aux_rows: int | None = None,
     rounds: str | None = None,
+    pairs: str | None = None,
     fold_seed: int = 0,
     allow_stale_kernel: bool = False,
 ) -> EvalRun:
@@ -129,6 +131,9 @@ def eval_datasets(
     for name in models if boosted else ():
         if is_boosted(name):
             params[name] = {**params.get(name, {}), **boosted}
+    paired = pair_params(models, pairs)  # refused when xgb_ranker is not named
+    if paired:
+        params["xgb_ranker"] = {**params.get("xgb_ranker", {}), **paired}
     paths: dict[str, str | Path] = {}
     for d in data:
         name = short_name(d)

@@ -32,7 +32,7 @@ from autoheur.models.data import (
 )
 from autoheur.models.design_seen import read_seen
 from autoheur.models.metrics import evaluate, summarize
-from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds, parse_rounds
+from autoheur.models.rankers import RANKERS, check_aux_share_value, check_rounds, parse_pairs, parse_rounds
 
 # Kernels under ~0.1 ms are where timing noise between near-equal configs matters most (and where timing protocol v1
 # datasets timed launch overhead, data/README.md): report them apart.
@@ -383,6 +383,18 @@ def boosting_rounds(models: str | Sequence[str], rounds: tuple[int, float] | str
     if not any(is_boosted(n) for n in names):
         raise ValueError(f"rounds: no boosted model to give them among {names} (xgb_ranker and xgb_regressor are)")
     return {"n_estimators": int(trees), "learning_rate": float(step)}
+
+
+def pair_params(models: str | Sequence[str], pairs: str | None) -> dict:
+    """`pairs` ("METHOD:COUNT", rankers.parse_pairs) as xgb_ranker's pair_method / pairs overrides, checked before
+    any data loads: {} for None; refused when `models` does not name xgb_ranker (the one model fitted on pairs)."""
+    if pairs is None:
+        return {}
+    method, count = parse_pairs(pairs)
+    names = [models] if isinstance(models, str) else list(models)
+    if "xgb_ranker" not in names:
+        raise ValueError(f"pairs: no model fitted on pairs among {names} (xgb_ranker is)")
+    return {"pair_method": method, "pairs": count}
 
 
 def auxiliary_only(names: Sequence[str], splits: Sequence[str], aux_for: Sequence[str]) -> list[str]:

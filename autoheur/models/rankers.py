@@ -761,6 +761,23 @@ def parse_rounds(text: str) -> tuple[int, float]:
     return out
 
 
+def parse_pairs(text: str) -> tuple[str, int]:
+    """Parse "topk:16" into ("topk", 16): XGBoost's pair construction for the ranker's LambdaMART fits
+    (`pair_method`) and its count (`pairs`: the head's length for topk, the partners a row for mean), checked."""
+    method, sep, count = str(text).strip().partition(":")
+    try:
+        k = int(count)
+    except ValueError:
+        sep = ""
+    if not sep or method not in PAIR_METHODS or k < 1:
+        raise ValueError(
+            f"pairs {text!r}: expected METHOD:COUNT with METHOD one of {PAIR_METHODS} and a positive COUNT, e.g. "
+            "topk:16 (each of a problem's 16 best configs by the model paired with every other) or mean:8 (8 "
+            "partners a config, the pairwise fits' default)"
+        )
+    return method, k
+
+
 def check_thresholds(thresholds: Sequence[float]) -> None:
     """Relevance thresholds: strictly increasing, from 1.0 (the oracle) up, at most 31 of them (xgboost's
     exponential-gain NDCG takes labels up to 31)."""

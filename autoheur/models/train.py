@@ -30,6 +30,7 @@ from autoheur.models.evaluate import (
     check_aux_share,
     group_kfold,
     make_model,
+    pair_params,
     run_split,
     summarize_splits,
 )
@@ -50,6 +51,7 @@ def train(
     aux_share: float | None = None,
     rounds: tuple[int, float] | str | None = None,
     aux_problems: str | Path | None = None,
+    pairs: str | None = None,
 ) -> TrainedModel:
     """Held-out figures (`group_kfold`, `heldout_folds` folds; 0: none), then the model fitted on every problem.
     `params` override the ranker's default hyperparameters (tests use small models), which the dataset family's
@@ -65,7 +67,8 @@ def train(
     or its family's), e.g. (350, 0.13) for the H100 model's fit under 2 minutes (README.md). `aux_problems`: a file of
     problem ids (`autoheur data ids` prints them); the auxiliary data keeps only those, each of which it must hold,
     so that a model's borrowed problems stay what they were as the other dataset grows (README.md: the shipped H100
-    model's list)."""
+    model's list). `pairs`: "METHOD:COUNT", the ranker's pair construction (rankers.parse_pairs; None: its
+    default), e.g. "topk:16" for the H100 model (README.md)."""
     ranker = make_model(model)  # an unknown name before the data loads (minutes for a whole dataset)
     if heldout_folds != 0 and not (type(heldout_folds) is int and heldout_folds >= 2):
         raise ValueError(f"heldout_folds={heldout_folds!r}: 0 (no held-out figures) or at least 2 folds")
@@ -73,6 +76,7 @@ def train(
     if aux_share is not None and "aux_share" not in ranker.get_params():
         raise ValueError(f"aux_share: model {model!r} does not sample auxiliary rows (xgb_ranker does)")
     rounds_params = boosting_rounds(model, rounds)
+    pairs_params = pair_params(model, pairs)
     if aux_new_only and not aux:
         raise ValueError("aux_new_only: no auxiliary dataset to keep the new problems of (--aux DATA)")
     if aux_problems is not None and not aux:
@@ -88,6 +92,7 @@ def train(
     if aux_share is not None:
         params["aux_share"] = aux_share
     params.update(rounds_params)
+    params.update(pairs_params)
     t0 = time.perf_counter()
     if aux:
         check_thinned(make_model(model, **params), aux_rows)  # before the data loads

@@ -790,6 +790,60 @@ def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_datase
     assert "TREESxSTEP" in capsys.readouterr().err and not loads
 
 
+def test_train_pairs_set_the_pair_construction_and_are_checked_first(mini_dataset, tmp_path, monkeypatch):
+    """--pairs METHOD:COUNT: the ranker's pair_method and pairs (every LambdaMART fit's lambdarank_pair_method),
+    recorded in the model's metadata; a malformed spec, or one for a model that is not fitted on pairs, is refused
+    before any data loads."""
+    from autoheur.models import train as train_module
+
+    small = {"n_estimators": 5, "max_depth": 3, "n_jobs": 1, "rerank_top": 0}
+    model = train(mini_dataset, "xgb_ranker", heldout_folds=0, log=lambda s: None, params=small, pairs="topk:5")
+    assert (model.meta["params"]["pair_method"], model.meta["params"]["pairs"]) == ("topk", 5)
+    booster = model.ranker.experts_[model.ranker.fallback_].boosters()[0]
+    obj = json.loads(booster.save_config())["learner"]["objective"]["lambdarank_param"]
+    assert (obj["lambdarank_pair_method"], obj["lambdarank_num_pair_per_sample"]) == ("topk", "5")
+
+    def no_load(*a, **k):
+        raise AssertionError("data loaded before the arguments were checked")
+
+    monkeypatch.setattr(train_module, "load_ranking_set", no_load)
+    kw = {"heldout_folds": 0, "log": lambda s: None, "params": small}
+    for bad in ("topk", "topk:", "topk:0", "random:8", "topk:x", ":16"):
+        with pytest.raises(ValueError, match="METHOD:COUNT"):
+            train(mini_dataset, "xgb_ranker", pairs=bad, **kw)
+    with pytest.raises(ValueError, match="no model fitted on pairs"):
+        train(mini_dataset, "xgb_regressor", pairs="topk:16", **kw)
+    out = str(tmp_path / "m.joblib")
+    assert main(["train", "--data", str(mini_dataset), "--pairs", "topk", "--out", out]) == 2
+
+
+def test_eval_pairs_reach_the_ranker_alone_and_are_checked_first(mini_dataset, monkeypatch, capsys):
+    """`autoheur eval --pairs METHOD:COUNT` gives xgb_ranker that pair construction and no other model; refused
+    before anything loads when malformed or when xgb_ranker is not named."""
+    from autoheur.models import eval_datasets as eval_job
+
+    got = []
+
+    def spy(sets, models, splits, params=None, **kw):
+        got.append(params)
+        raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(eval_job, "cross_validate", spy)
+    args = ["eval", "--data", str(mini_dataset), "--splits", "group_kfold"]
+    assert main([*args, "--models", "xgb_ranker,xgb_regressor", "--pairs", "topk:16", "--rounds", "9x0.3"]) == 2
+    assert "stopped by the test" in capsys.readouterr().err
+    (params,) = got
+    assert params["xgb_ranker"]["pair_method"] == "topk" and params["xgb_ranker"]["pairs"] == 16
+    assert params["xgb_ranker"]["n_estimators"] == 9  # beside --rounds, not instead of it
+    assert "pair_method" not in params.get("xgb_regressor", {})
+    loads = []
+    monkeypatch.setattr(eval_job, "load_ranking_set", lambda *a, **k: loads.append(a))
+    assert main([*args, "--models", "xgb_regressor,fixed_list", "--pairs", "topk:16"]) == 2
+    assert "no model fitted on pairs" in capsys.readouterr().err
+    assert main([*args, "--models", "xgb_ranker", "--pairs", "16"]) == 2
+    assert "METHOD:COUNT" in capsys.readouterr().err and not loads
+
+
 def test_eval_aux_new_only_trains_on_the_problems_the_dataset_lacks(
     mini_dataset, tmp_path, monkeypatch, capsys, mini_of
 ):
