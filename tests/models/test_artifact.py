@@ -763,9 +763,8 @@ def test_train_rounds_set_the_boosting_budget_and_are_checked_first(mini_dataset
     assert main(["train", "--data", str(mini_dataset), "--rounds", "450", "--out", out]) == 2
 
 
-def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_dataset, monkeypatch, capsys):
-    """`autoheur eval --rounds TREESxSTEP` gives xgb_ranker and xgb_regressor that budget and no other model;
-    refused before anything loads when malformed or when no named model is boosted."""
+def _params_spy(monkeypatch):
+    """(the eval job's module, the list each cross_validate call's params go to): the call then stops the run."""
     from autoheur.models import eval_datasets as eval_job
 
     got = []
@@ -775,6 +774,13 @@ def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_datase
         raise ValueError("stopped by the test")
 
     monkeypatch.setattr(eval_job, "cross_validate", spy)
+    return eval_job, got
+
+
+def test_eval_rounds_reach_every_boosted_model_and_are_checked_first(mini_dataset, monkeypatch, capsys):
+    """`autoheur eval --rounds TREESxSTEP` gives xgb_ranker and xgb_regressor that budget and no other model;
+    refused before anything loads when malformed or when no named model is boosted."""
+    eval_job, got = _params_spy(monkeypatch)
     args = ["eval", "--data", str(mini_dataset), "--splits", "group_kfold"]
     assert main([*args, "--models", "xgb_ranker,xgb_regressor,fixed_list", "--rounds", "350x0.13"]) == 2
     assert "stopped by the test" in capsys.readouterr().err
@@ -820,15 +826,7 @@ def test_train_pairs_set_the_pair_construction_and_are_checked_first(mini_datase
 def test_eval_pairs_reach_the_ranker_alone_and_are_checked_first(mini_dataset, monkeypatch, capsys):
     """`autoheur eval --pairs METHOD:COUNT` gives xgb_ranker that pair construction and no other model; refused
     before anything loads when malformed or when xgb_ranker is not named."""
-    from autoheur.models import eval_datasets as eval_job
-
-    got = []
-
-    def spy(sets, models, splits, params=None, **kw):
-        got.append(params)
-        raise ValueError("stopped by the test")
-
-    monkeypatch.setattr(eval_job, "cross_validate", spy)
+    eval_job, got = _params_spy(monkeypatch)
     args = ["eval", "--data", str(mini_dataset), "--splits", "group_kfold"]
     assert main([*args, "--models", "xgb_ranker,xgb_regressor", "--pairs", "topk:16", "--rounds", "9x0.3"]) == 2
     assert "stopped by the test" in capsys.readouterr().err
