@@ -97,7 +97,8 @@ class Problem:
         )
 
     def per_group(self) -> list[tuple[int, int, int]]:
-        """(M_g, N_g, K_g) of every group."""
+        """(M_g, N_g, K_g) of every group: a list as long as the group count (the features' reference loops over it);
+        the sums below are computed without it."""
         r = self.ragged
         if r == Ragged.NONE:
             return [(self.m, self.n, self.k)] * self.groups
@@ -107,15 +108,22 @@ class Problem:
         ]
 
     def flops(self) -> float:
-        return float(sum(2 * m * n * k for m, n, k in self.per_group()))
+        # Only the ragged extent varies over the groups (none in 3d3d), so sum_g 2 M_g N_g K_g is 2 M N K of the call
+        # (times the batch count in 3d3d), in exact ints as the per-group sum was: a per-group list of a 3d3d problem
+        # of 2**31 batches took 16 GiB
+        M, N, K = self.dims()
+        return float(2 * M * N * K * (self.groups if self.ragged == Ragged.NONE else 1))
 
     def min_bytes(self, out_bytes: int | None = None) -> float:
-        """Each input read once, the output written once."""
+        """Each input read once, the output written once (the elements of the operands `make_inputs` draws, unpadded:
+        without a per-group list, as `flops`)."""
         e = torch.tensor([], dtype=self.torch_dtype).element_size()
         o = e if out_bytes is None else out_bytes
-        a = sum(m * k for m, _, k in self.per_group()) if self.ragged != Ragged.N else self.groups * self.m * self.k
-        b = sum(k * n for _, n, k in self.per_group()) if self.ragged != Ragged.M else self.groups * self.k * self.n
-        c = sum(m * n for m, n, _ in self.per_group())
+        r, g = self.ragged, self.groups
+        M, N, K = self.dims()
+        a = M * K if r in (Ragged.M, Ragged.K) else g * self.m * K
+        b = K * N if r in (Ragged.N, Ragged.K) else g * K * self.n
+        c = M * N if r in (Ragged.M, Ragged.N) else g * self.m * self.n
         return float(e * (a + b) + o * c)
 
     def mean_size(self) -> float:

@@ -75,3 +75,31 @@ def two_gpus(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "device", scope)
     return inside, {i: SimpleNamespace(device=torch.device("cuda", i)) for i in (0, 1)}
+
+
+@pytest.fixture
+def small_memory():
+    """Runs `fn()` with its address space capped at 1 GiB past what the process maps now, under tracemalloc: returns
+    (its result, its traced peak in bytes). An allocation of gigabytes then fails at once with MemoryError rather than
+    taking the machine's memory (a check that something is computed without per-group arrays must not need them)."""
+    import resource
+    import tracemalloc
+
+    def run(fn):
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = mapped + 2**30
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        tracemalloc.start()
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        try:
+            out = fn()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+            tracemalloc.stop()
+        return out, peak
+
+    return run

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 import torch
 
 import autoheur.inference.api as api
 import autoheur.kernels.grouped_gemm as gg
-from autoheur.kernels.config import KernelConfig
+from autoheur.kernels.config import KernelConfig, Ragged
 from autoheur.problem import Problem, launches_kernel
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # as tests/conftest.py: the interpreter on the CPU
@@ -150,6 +151,37 @@ def test_signature_is_validates_on_dense_and_padded_draws_of_every_layout():
         dense_ok += 1
         assert call.signature == p.signature(), p
     assert dense_ok > len(SWEEP) // 3
+
+
+def test_flops_and_min_bytes_are_the_sums_over_the_groups():
+    """Computed from the call's extents, they equal the sums over `per_group()` that they were, in every layout."""
+    cases = [
+        Problem("2d3d", 4, (100, 0, 300, 28), 0, 512, 256),
+        Problem("3d2d", 3, (1, 17, 0), 96, 0, 1000, dtype="float16", a_major="m"),
+        Problem("2d2d", 3, (0, 96, 1000), 200, 96, 0, dtype="float32", b_major="n"),
+        Problem("2d3d", 2, (0, 0), 0, 8, 8),
+        Problem("3d3d", 5, (), 33, 4097, 129),
+        Problem("2d2d", 2, (2**31 - 2, 1), 2**31 - 1, 2**31 - 1, 0),  # past 2**53: exact ints, then one rounding
+    ]
+    for p in cases:
+        per, r, g = p.per_group(), p.ragged, p.groups
+        assert p.flops() == float(sum(2 * m * n * k for m, n, k in per)), p
+        for out in (None, 4):
+            e = p.torch_dtype.itemsize
+            a = sum(m * k for m, _, k in per) if r != Ragged.N else g * p.m * p.k
+            b = sum(k * n for _, n, k in per) if r != Ragged.M else g * p.k * p.n
+            c = sum(m * n for m, n, _ in per)
+            assert p.min_bytes(out) == float(e * (a + b) + (e if out is None else out) * c), (p, out)
+
+
+def test_a_batched_problem_of_2_31_batches_sums_without_a_list_per_batch(small_memory):
+    """Its per-group list took 16 GiB: under a 1 GiB cap that fails at once (MemoryError)."""
+    big = Problem("3d3d", 2**31 - 1, (), 3, 5, 7)
+    t0 = time.perf_counter()
+    (flops, min_bytes), peak = small_memory(lambda: (big.flops(), big.min_bytes()))
+    assert flops == 2.0 * 3 * 5 * 7 * (2**31 - 1)
+    assert min_bytes == 2.0 * (3 * 7 + 7 * 5 + 3 * 5) * (2**31 - 1)
+    assert peak < 2**20 and time.perf_counter() - t0 < 5
 
 
 @pytest.mark.parametrize(

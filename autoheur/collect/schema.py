@@ -114,7 +114,12 @@ def problem_from_row(row: Mapping) -> Problem:
 
 def problem_columns(problem: Problem) -> dict:
     """The problem part of a row. Size statistics are over the per-group ragged extents (M for batched)."""
-    sizes = list(problem.sizes) or [problem.m] * problem.groups
+    if problem.sizes:
+        sizes = problem.sizes
+        stats = statistics.fmean(sizes), max(sizes), min(sizes), statistics.pstdev(sizes)
+    else:  # batched: every batch is M, so the statistics are one batch's (a list of M per batch took 16 GiB at 2**31)
+        stats = float(problem.m), problem.m, problem.m, 0.0
+    size_mean, size_max, size_min, size_std = stats
     return dict(
         problem_id=problem_id(problem),
         problem_name=problem.name,
@@ -127,10 +132,10 @@ def problem_columns(problem: Problem) -> dict:
         m=problem.m,
         n=problem.n,
         k=problem.k,
-        size_mean=statistics.fmean(sizes),
-        size_max=max(sizes),
-        size_min=min(sizes),
-        size_std=statistics.pstdev(sizes),
+        size_mean=size_mean,
+        size_max=size_max,
+        size_min=size_min,
+        size_std=size_std,
         empty_groups=sum(1 for s in problem.sizes if s == 0),
         sizes=list(problem.sizes),
     )

@@ -126,11 +126,15 @@ class ProblemArrays:
     def from_problem(cls, problem: Problem) -> ProblemArrays:
         """From one `Problem`, without a frame: the inference path (statistics as schema.problem_columns)."""
         sizes = problem.sizes
-        ext = np.asarray(sizes, dtype=np.float64) if sizes else np.full(problem.groups, float(problem.m))
+        if sizes:
+            ext = np.asarray(sizes, dtype=np.float64)
+            stats = ext.mean(), ext.max(), ext.min(), ext.std()
+        else:  # batched: every batch is M, so one batch's statistics (an array of M per batch took 16 GiB at 2**31)
+            stats = float(problem.m), float(problem.m), float(problem.m), 0.0
         cols = dict(
             layout=[problem.layout], dtype=[problem.dtype], a_major=[problem.a_major], b_major=[problem.b_major],
             groups=[problem.groups], total=[sum(sizes)], m=[problem.m], n=[problem.n], k=[problem.k],
-            size_mean=[ext.mean()], size_max=[ext.max()], size_min=[ext.min()], size_std=[ext.std()],
+            size_mean=[stats[0]], size_max=[stats[1]], size_min=[stats[2]], size_std=[stats[3]],
             empty_groups=[sum(1 for s in sizes if s == 0)],
         )  # fmt: skip
         return cls.build(cols, [sizes])

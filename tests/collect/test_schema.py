@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -19,6 +20,7 @@ from autoheur.collect.schema import (
     SCHEMA_VERSION,
     Metadata,
     device_fingerprint,
+    problem_columns,
     problem_from_row,
     problem_id,
     rows_for,
@@ -89,6 +91,20 @@ def test_rows_for_batched_layout():
     row = rows_for(p, [(CONFIGS[0], "ok", Timing(0.01, 0.0, 3, False))]).to_pylist()[0]
     assert row["sizes"] == [] and row["total"] == 0 and row["size_mean"] == 128.0 and row["empty_groups"] == 0
     assert problem_from_row(row) == p
+
+
+def test_batched_size_statistics_are_every_batch_s_without_a_list_per_batch(small_memory):
+    """Every batch of a 3d3d problem is M: its statistics are those of the list of M per batch that they were computed
+    over, and a problem of 2**31 batches (a 16 GiB list: under a 1 GiB cap, MemoryError) needs none."""
+    stats = ("size_mean", "size_max", "size_min", "size_std", "empty_groups", "sizes")
+    for groups, m in ((1, 1), (3, 128), (1000, 4097)):
+        per = [m] * groups
+        old = (statistics.fmean(per), max(per), min(per), statistics.pstdev(per), 0, [])
+        new = tuple(problem_columns(Problem("3d3d", groups, (), m, 64, 32))[c] for c in stats)
+        assert new == old and [type(v) for v in new] == [type(v) for v in old]
+    big = Problem("3d3d", 2**31 - 1, (), 4097, 8, 8)
+    cols, peak = small_memory(lambda: problem_columns(big))
+    assert tuple(cols[c] for c in stats) == (4097.0, 4097, 4097, 0.0, 0, []) and peak < 2**20
 
 
 @pytest.mark.parametrize(

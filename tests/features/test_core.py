@@ -314,6 +314,31 @@ def test_finite_over_the_whole_feasible_space(problem, device):
     assert (x[:, COL["last_wave_idle_frac"]] >= 0).all() and (x[:, COL["last_wave_idle_frac"]] < 1).all()
 
 
+def test_batched_problem_arrays_need_no_array_per_batch(small_memory):
+    """A 3d3d problem's size statistics are one batch's: equal to those of the array of M per batch that they were
+    computed over, and a problem of 2**31 batches (a 16 GiB array: under a 1 GiB cap, MemoryError) needs none."""
+    from autoheur.features.core import problem_vector
+
+    fields = ("size_mean", "size_max", "size_min", "size_std", "empty", "total", "tile_sums", "flops", "min_bytes")
+    for groups, m in ((1, 1), (8, 33), (1000, 4097)):
+        p = Problem("3d3d", groups, (), m, 4097, 129)
+        ext = np.full(groups, float(m))
+        new = fproblem.ProblemArrays.from_problem(p)
+        stats = (new.size_mean, new.size_max, new.size_min, new.size_std)
+        assert stats == (ext.mean(), ext.max(), ext.min(), ext.std())
+        framed = fproblem.ProblemArrays.from_frame(F.problem_frame(p))
+        for name in fields:
+            np.testing.assert_array_equal(getattr(new, name), getattr(framed, name), err_msg=name)
+    big = Problem("3d3d", 2**31 - 1, (), 1, 1, 1)
+    cfgs = feasible(big, H100)
+    x, peak = small_memory(lambda: F.problem_config_matrix(big, cfgs, H100))
+    assert np.isfinite(x).all() and x[0, COL["log2_groups"]] == np.float32(math.log2(2**31 - 1))
+    assert x[0, COL["size_cv"]] == 0 and peak < 64 * 2**20
+    v, peak = small_memory(lambda: problem_vector(big, H100))
+    np.testing.assert_array_equal(v, x[0, : len(v)])
+    assert peak < 2**20
+
+
 def test_all_empty_call_has_no_tiles_and_stays_finite():
     x = F.problem_config_matrix(PROBLEMS[1], all_configs(), H100)
     assert np.isfinite(x).all()
