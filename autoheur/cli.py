@@ -134,7 +134,7 @@ def _done_count(out: Path) -> str:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from autoheur.collect.runner import CollectOptions, collect, device_spec, parse_shard
+    from autoheur.collect.runner import CollectOptions, collect, device_spec, parse_shard, run_problems, shard
     from autoheur.collect.shapes import ShapesError, load_shapes
     from autoheur.collect.workloads import roofline_ms, workload
 
@@ -163,8 +163,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         if why:
             print(f"autoheur collect: {why}", file=sys.stderr)
             return 2
-    if args.dry_run:
-        for p in problems[shard_spec[0] :: shard_spec[1]]:
+    if args.dry_run:  # the shard's share of what the run collects: taken after the duplicates go, as the run's is
+        for p in shard(run_problems(problems, args.family), *shard_spec):
             print(f"{p.layout} {p.dtype:8s} G={p.groups:<3d} rows={p.total:<7d} m={p.m} n={p.n} k={p.k} "
                   f"roofline {roofline_ms(p):.3f} ms  {p.name}")  # fmt: skip
         return 0
@@ -752,7 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated: bfloat16,float16,float32 (as --layouts)")  # fmt: skip
     src.add_argument("--seed", type=_seed, default=0, help="the workload, the inputs and any config sample")
     src.add_argument("--shapes", help="collect exactly the problems of this .jsonl or .csv file instead")
-    src.add_argument("--dry-run", action="store_true", help="list the problems and their roofline times, collect none")
+    src.add_argument("--dry-run", action="store_true",
+                     help="list the problems the run (of this --shard) collects, each once, and their roofline times; "
+                     "collect none. Those already in --out are listed too")  # fmt: skip
     src.add_argument("--skip", metavar="PATH",
                      help="leave out the problems already in PATH: a dataset directory, or a file of problem ids "
                           "(`autoheur data ids DATASET > FILE`), to go on with a list on a machine without the "

@@ -621,15 +621,21 @@ def _check_inductor_here() -> None:
         raise ValueError(f"the inductor family cannot be collected here: {why}")
 
 
-def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextlib.ExitStack) -> dict:
-    t0 = time.time()
-    deadline = t0 + opts.time_limit_s if opts.time_limit_s else None
+def run_problems(
+    problems: Sequence[Problem],
+    family: str = "triton",
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> list[Problem]:
+    """The problems a collection of `problems` runs, in its order, before a shard takes its share of them: each
+    distinct problem once; for the inductor family, as Inductor benchmarks it, less the shapes whose benchmark ends the
+    process; less those that never launch the kernel. `collect --dry-run` lists a shard's share of these, so that it
+    lists what the run collects (a dataset's finished problems aside): the shares are taken after the duplicates go."""
     ids = [problem_id(p) for p in problems]
     if len(set(ids)) != len(ids):
         dup = len(ids) - len(set(ids))
         log(f"{dup} duplicate problems in the list: each is collected once")
         problems = list({pid: p for pid, p in zip(ids, problems, strict=True)}.values())
-    if opts.family == "inductor":  # what Inductor times: the shapes with an even split (it never sees the routing)
+    if family == "inductor":  # what Inductor times: the shapes with an even split (it never sees the routing)
         from autoheur.inductor.collect import as_benchmarked, benchmark_crashes
 
         problems = list({problem_id(q): q for q in map(as_benchmarked, problems)}.values())
@@ -645,7 +651,13 @@ def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextl
     if idle:
         log(f"{len(idle)} problems never launch the kernel (empty output, e.g. {idle[0].name or idle[0]}): skipped")
         problems = [p for p in problems if p.launches]
-    mine = shard(problems, *shard_spec)
+    return problems
+
+
+def _collect(problems, root, opts, *, new, gpus, shard_spec, log, held: contextlib.ExitStack) -> dict:
+    t0 = time.time()
+    deadline = t0 + opts.time_limit_s if opts.time_limit_s else None
+    mine = shard(run_problems(problems, opts.family, log), *shard_spec)
     meta = replace(dataset_metadata(0, opts.family), configs=configs_label(opts))
     aside = new and _has_content(Path(root))  # (under the lock, which goes aside with the old dataset's directory)
     store = DatasetStore.open(Path(root), meta, new=new)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -381,6 +382,29 @@ def test_shards_are_disjoint_and_cover():
     for bad in ("3/3", "x", "1/0", "-1/2"):
         with pytest.raises(ValueError, match="--shard"):
             parse_shard(bad)
+
+
+def test_a_dry_run_lists_its_shard_of_what_the_run_collects(tmp_path, monkeypatch, capsys):
+    """`collect --dry-run --shard i/N` lists the problems the run of that shard collects, in its order: the run takes
+    the shares after the duplicates (and the problems that never launch) are left out, and the dry run took them of
+    the list as given (a-again for a, shares shifted by the duplicates and `idle`)."""
+    from autoheur.cli import main
+
+    lines = [([5, 0, 19], "a"), ([5, 0, 19], "a-again"), ([0, 0], "idle"), ([7, 9], "b"), ([3, 3], "c"),
+             ([7, 9], "b-again"), ([1, 2], "d")]  # fmt: skip
+    f = tmp_path / "shapes.jsonl"
+    f.write_text("".join(json.dumps(dict(sizes=s, n=40, k=24, dtype="float16", name=n)) + "\n" for s, n in lines))
+    ran: list[list[str]] = []  # the problems each run hands its worker: what it collects
+    monkeypatch.setattr(runner, "precompile_all", lambda todo, *args: {})
+    monkeypatch.setattr(runner, "_worker", lambda rank, todo, *args: ran.append([p.name for p in todo]))
+    for spec in ("0/1", "0/2", "1/2", "0/3", "1/3", "2/3"):
+        assert main(["collect", "--shapes", str(f), "--shard", spec, "--dry-run"]) == 0
+        listed = [line.rsplit(None, 1)[-1] for line in capsys.readouterr().out.strip().splitlines()]
+        out = tmp_path / spec.replace("/", "-")
+        assert main(["collect", "--shapes", str(f), "--shard", spec, "--out", str(out), "--configs", IDS[0]]) == 0
+        capsys.readouterr()
+        assert listed == ran.pop(), spec
+    assert listed == ["c"]  # 2/3 of a-again, b-again, c, d
 
 
 class FixedTimes(_Protocol):

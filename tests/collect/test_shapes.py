@@ -180,9 +180,11 @@ def test_names_default_to_file_and_line(tmp_path):
 
 def test_a_null_or_empty_name_is_no_label(tmp_path, capsys):
     """name is an optional label: a JSON null was collected as the name "None" (and "" as no name at all), where a
-    blank CSV cell takes the file and line; both take the file and line now, as the CLI lists them."""
-    f, line = tmp_path / "mine.jsonl", {"groups": 1, "sizes": [8], "n": 64, "k": 64}
-    f.write_text(jsonl({**line, "name": None}, {**line, "name": ""}, {**line, "name": "labelled"}))
+    blank CSV cell takes the file and line; both take the file and line now, as the CLI lists them (three problems:
+    the names of one listed thrice would be one, as it is collected once)."""
+    f, line = tmp_path / "mine.jsonl", {"groups": 1, "n": 64, "k": 64}
+    f.write_text(jsonl({**line, "sizes": [8], "name": None}, {**line, "sizes": [9], "name": ""},
+                       {**line, "sizes": [10], "name": "labelled"}))  # fmt: skip
     assert [p.name for p in load_shapes(f)] == ["mine.jsonl:1", "mine.jsonl:2", "labelled"]
     assert main(["collect", "--shapes", str(f), "--dry-run"]) == 0
     assert [line.rsplit(None, 1)[-1] for line in capsys.readouterr().out.splitlines()] == [
