@@ -99,15 +99,16 @@ def _csv(text: str) -> tuple[str, ...]:
 
 def _cannot_collect_here(problems, family: str) -> str | None:
     """Why this host cannot collect these problems, before anything is written: no GPU and no interpreter, or bf16
-    in the interpreter (its bf16 dot is wrong: every row would be recorded `wrong`)."""
+    in the interpreter (its bf16 dot is wrong: every row would be recorded `wrong`); for the inductor family, no GPU
+    with Inductor's template, or autoheur's choice filter installed in this process."""
     import torch
 
     from autoheur.kernels.validate import interpreting
 
     if family == "inductor":
-        from autoheur.inductor.collect import why_no_template_here
+        from autoheur.inductor.collect import why_filtered, why_no_template_here
 
-        if why := why_no_template_here():
+        if why := why_no_template_here() or why_filtered():
             return why
     if torch.cuda.is_available() and not interpreting():
         return None

@@ -612,13 +612,16 @@ def collect(
 
 def _check_inductor_here() -> None:
     """ValueError where this host cannot time Inductor's grouped_mm template: no CUDA GPU (or the interpreter), or one
-    Inductor offers the template on none of (below sm_90, ROCm)."""
-    from autoheur.inductor.collect import why_no_template_here
+    Inductor offers the template on none of (below sm_90, ROCm); or where this process has autoheur's choice filter
+    installed (its dropped configs were recorded `invalid`)."""
+    from autoheur.inductor.collect import why_filtered, why_no_template_here
 
     if interpreting() or not torch.cuda.is_available():
         raise ValueError("the inductor family needs a CUDA GPU: Inductor offers its grouped_mm template only there")
     if why := why_no_template_here():
         raise ValueError(f"the inductor family cannot be collected here: {why}")
+    if why := why_filtered():
+        raise ValueError(f"the inductor family cannot be collected now: {why}")
 
 
 def run_problems(

@@ -8,6 +8,14 @@ recorded as `invalid` (never offered), and choices that failed (an infinite time
 goes to the run log. Where Inductor timed no template choice at all (it offered or kept ATen alone), the problem is
 refused rather than recorded as every config `invalid`.
 
+Refused while autoheur's choice filter is installed (`autoheur.inductor.enable()`, `why_filtered`): it narrows
+Inductor's list to a model's top-k before the benchmarks, and the configs it dropped were recorded `invalid` as if
+Inductor had pruned them (a stand-in model keeping 5, on the CPU: 35 of the 40 configs Inductor offered). Refused
+rather than the filter taken out for the collection: Inductor's hook is one for the process, so taking it out would
+leave unfiltered any compile another thread makes meanwhile (why enable() swaps it under a lock), and a collection that
+quietly changes what its caller installed hides that it ran under it; disable() or the block's end is one line away.
+Another preprocessing function of the caller's that drops choices is not detected.
+
 The problem recorded is the one Inductor benchmarks: the workload problem's shapes with offsets split evenly
 (`inductor_problem`), since Inductor never sees the routing. Timings are Inductor's benchmarker's, one figure per
 choice (spread unknown: 0); `TIMING_VERSION` names that protocol in the dataset's metadata.
@@ -58,6 +66,8 @@ def autotune_timings(problem: Problem, device: torch.device) -> tuple[dict, floa
         if name in ("grouped_mm", "scaled_grouped_mm"):
             seen.update(timings)
 
+    if why := why_filtered():  # here too: a filter installed after the collection's check, by this process
+        raise ValueError(why)
     a, b, offs = problem.make_inputs(device)
     torch._dynamo.reset()
     sa.add_feedback_saver(saver)
@@ -131,6 +141,19 @@ def why_no_template_here() -> str | None:
         return (f"this GPU is sm_{major}{minor}: Inductor offers its grouped_mm Triton template on sm_90 or newer only "
                 "(an H100 or H200)")  # fmt: skip
     return None
+
+
+def why_filtered() -> str | None:
+    """Why this process cannot collect Inductor's timings now: autoheur's choice filter is installed (see the module
+    docstring), or None."""
+    from autoheur.inductor.filter import installed
+
+    if not installed():
+        return None
+    return ("autoheur's Inductor choice filter is installed (autoheur.inductor.enable()): it narrows Inductor's "
+            "grouped_mm choices to a model's top-k, and the collection would record every config it drops as "
+            "`invalid` (pruned by Inductor). Call autoheur.inductor.filter.disable(), or leave the `with enable()` "
+            "block, before collecting")  # fmt: skip
 
 
 def measure(problem: Problem, device: torch.device):

@@ -212,6 +212,14 @@ def registry(attr: str = "preprocessing_fns") -> list | None:
     return fns if isinstance(fns, list) else None
 
 
+def installed() -> list[ChoiceFilter]:
+    """The choice filters Inductor calls now: `enable()`'s, or one added to its hook by hand (where the hook list
+    cannot be read, enable()'s). A collection of Inductor's timings refuses to run under one (inductor/collect.py)."""
+    with _LOCK:
+        fns = registry()
+        return list(_ACTIVE) if fns is None else [f for f in fns if isinstance(f, ChoiceFilter)]
+
+
 def enable(
     model=None, top_k: int = 10, device: dict | None = None, range_margin: float = RANGE_MARGIN
 ) -> contextlib.AbstractContextManager:

@@ -35,6 +35,19 @@ def hopper(monkeypatch):
     torch._dynamo.reset()
 
 
+@pytest.fixture
+def fake_autotuning(hopper, monkeypatch):
+    """Inductor's max-autotune as on an H100 without its benchmarks: nothing precompiled, every choice it is handed
+    "timed" (ATen fastest, so ATen runs; the templates 0.1 ms and up), and its feedback savers called as after real
+    ones, so that `autoheur.inductor.collect.measure` runs whole on the CPU."""
+
+    def autotune(self, name, input_nodes, layout, input_gen_fns, choices, *args, **kwargs):
+        return {c: 0.01 if not c.name.startswith("triton_") else 0.1 + i / 1000 for i, c in enumerate(choices)}
+
+    monkeypatch.setattr(sa.AlgorithmSelectorCache, "make_precompile_fn", lambda self, *a, **k: lambda: None)
+    monkeypatch.setattr(sa.AlgorithmSelectorCache, "autotune", autotune)
+
+
 class Recorder:
     """Registered after the filter: keeps what reached it and passes on only non-Triton choices (no GPU here)."""
 

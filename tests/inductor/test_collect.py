@@ -22,7 +22,7 @@ from autoheur.inductor.choices import (
 from autoheur.inductor.collect import TIMING_VERSION, as_benchmarked, benchmark_crashes, measure, results_from_timings
 from autoheur.problem import Problem
 
-from .conftest import Recorder, compile_and_run
+from .conftest import Recorder, compile_and_run, sa
 
 PROBLEM = Problem("2d3d", 4, (90, 200, 0, 222), 0, 512, 256, name="skewed")
 
@@ -139,6 +139,50 @@ def test_inductor_family_refusals(tmp_path):
     DatasetStore.open(tmp_path / "ind", mine)
     with pytest.raises(ValueError, match="family"):
         DatasetStore.open(tmp_path / "ind", theirs)
+
+
+def test_a_collection_under_the_choice_filter_is_refused(fake_autotuning, tmp_path, monkeypatch, capsys):
+    """With autoheur's filter installed, Inductor autotuned the filter's top-k and the collection recorded the other
+    configs Inductor offered `invalid` (pruned by Inductor): 35 of the 40 here. Refused now, saying how to disable it,
+    by `measure` and by a collection before any dataset is begun (the GPU simulated as in the test above)."""
+    import autoheur.collect.runner as runner
+    from autoheur.cli import main
+    from autoheur.inductor import ChoiceFilter, disable, enable
+
+    from .test_filter import ScoreByTile
+
+    bench = as_benchmarked(PROBLEM)
+    offered = {c.config_id for c, s, _ in measure(bench, torch.device("cpu"))[0] if s == "ok"}
+    assert len(offered) == 40
+    shapes = tmp_path / "s.jsonl"
+    shapes.write_text('{"groups": 2, "sizes": [64, 64], "n": 128, "k": 128, "dtype": "bfloat16"}\n')
+    refusal = r"filter is installed .*autoheur\.inductor\.filter\.disable\(\), or leave the `with enable\(\)` block"
+    for install in ("enable", "by hand"):
+        flt = enable(model=ScoreByTile(), top_k=5).filter if install == "enable" else ChoiceFilter(ScoreByTile(), 5)
+        if install == "by hand":
+            sa.add_preprocessing_fn(flt)
+        try:
+            with pytest.raises(ValueError, match=refusal):
+                measure(bench, torch.device("cpu"))
+            assert not flt.decisions  # refused before Inductor lowered anything
+            with monkeypatch.context() as gpu:  # an H100 here, as far as the checks before a collection can tell
+                gpu.setattr(torch.cuda, "is_available", lambda: True)
+                gpu.setattr(torch.cuda, "device_count", lambda: 1)
+                gpu.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+                gpu.setattr(runner, "interpreting", lambda: False)
+                with pytest.raises(ValueError, match=f"cannot be collected now: .*{refusal}"):
+                    collect([PROBLEM], tmp_path / "x", CollectOptions(family="inductor"))
+                argv = ["collect", "--family", "inductor", "--shapes", str(shapes), "--out", str(tmp_path / "d")]
+                assert main(argv) == 2
+                assert "choice filter is installed" in capsys.readouterr().err
+            assert not (tmp_path / "d").exists() and not (tmp_path / "x").exists()
+        finally:
+            disable()
+            installed = sa.get_algorithm_selector_cache().preprocessing_fns
+            if flt in installed:
+                installed.remove(flt)
+    again = {c.config_id for c, s, _ in measure(bench, torch.device("cpu"))[0] if s == "ok"}
+    assert again == offered  # the filter gone, the whole list is timed again
 
 
 @pytest.mark.gpu
