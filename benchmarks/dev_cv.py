@@ -300,6 +300,10 @@ for _k in (10, 16):
     VARIANTS[f"aux_half_t350_lr13_topk{_k}"] = lambda seed, k=_k: XGBRankerModel(
         random_state=seed, aux_share=0.5, n_estimators=350, learning_rate=0.13, pair_method="topk", pairs=k
     )
+# Measured (the H200's new problems; 7,035 dev problems): topk 16 90.02% / 90.25% against mean 8's 89.45% / 89.78%
+# (seeds 0 / 1; 702 / 686 misses against 742 / 719), best-of-10 and top-1 level, 560.7 s against 566.1 s (seed 1, this
+# host alone); topk 10 (seed 0) 88.59%. Adopted for the H100 model (`autoheur train --pairs topk:16`; BENCHMARKS.md,
+# "Learned ranking", stop 89)
 
 
 # Scoring variants: name -> (the variant whose fits they share, the prediction settings they set on the fitted model

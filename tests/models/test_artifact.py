@@ -424,7 +424,7 @@ def test_the_shipped_h100_models_borrowed_problems_are_pinned():
     assert not listed & read_problem_ids(H100)
     # the README's command for it, read by the CLI's own parser, fits what the metadata records
     from autoheur.cli import build_parser
-    from autoheur.models.rankers import parse_rounds
+    from autoheur.models.rankers import parse_pairs, parse_rounds
 
     readme = (artifact.MODELS_DIR.parent / "README.md").read_text()
     (line,) = [ln for ln in readme.splitlines() if ln.startswith(f"autoheur train --data data/{H100.name} --aux")]
@@ -432,6 +432,7 @@ def test_the_shipped_h100_models_borrowed_problems_are_pinned():
     assert args.aux == [aux["dataset"]] and args.aux_new_only and args.aux_share == aux["share"]
     assert args.aux_problems == "models/nvidia-h100-80gb-hbm3.aux-problems.txt"
     assert parse_rounds(args.rounds) == (meta["params"]["n_estimators"], meta["params"]["learning_rate"])
+    assert parse_pairs(args.pairs) == (meta["params"]["pair_method"], meta["params"]["pairs"])
 
 
 def test_train_applies_the_family_defaults(tmp_path):
