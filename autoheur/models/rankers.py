@@ -175,7 +175,7 @@ class XGBRankerModel(_Boosted):
     # "mean" draws `pairs` partners for every config. The oracle in the top 10 is a figure of the head of the order,
     # where "topk" spends the gradient. On the dev CV (inner 5-fold of the H100 GroupKFold's first fold, 7,035
     # problems, the shipped H100 recipe) topk with 16 read 90.02% / 90.25% against mean 8's 89.45% / 89.78% (seeds
-    # 0 / 1), best-of-10 and top-1 level; topk with 10 read 88.59% (seed 0). Its fit took 5-7% longer on the H100 data.
+    # 0 / 1), best-of-10 and top-1 level; topk with 10 read 88.59% (seed 0). Its fit took 3-7% longer on the H100 data.
     # The H100 model is fitted so (`autoheur train --pairs topk:16`, stop 89); the default stays each objective's own
     # until the H200's dev CV has measured it (BENCHMARKS.md, "Learned ranking", stop 89).
     pair_method: str | None = None
